@@ -1,0 +1,50 @@
+// Names, sizes, version and target control: the small public helpers.
+#include <sstream>
+
+#include "kernels/kernels.hpp"
+#include "lngrad/lngrad.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace lngrad {
+
+const char* dtype_name(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::float64: return "float64";
+    case Dtype::float32: return "float32";
+    case Dtype::float16: return "float16";
+    case Dtype::bfloat16: return "bfloat16";
+  }
+  return "unknown";
+}
+
+std::size_t dtype_size(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::float64: return 8;
+    case Dtype::float32: return 4;
+    case Dtype::float16:
+    case Dtype::bfloat16: return 2;
+  }
+  return 1;
+}
+
+std::vector<std::int64_t> Shape::dims() const {
+  const int n = rank_ < kMaxRank ? rank_ : kMaxRank;
+  return std::vector<std::int64_t>(dims_, dims_ + n);
+}
+
+std::string Shape::str() const {
+  std::ostringstream os;
+  os << '[';
+  for (int i = 0; i < rank_ && i < kMaxRank; ++i) os << (i ? ", " : "") << dims_[i];
+  if (rank_ > kMaxRank) os << ", ... (" << rank_ << " axes)";
+  os << ']';
+  return os.str();
+}
+
+std::vector<std::string> available_targets() { return kernels::supported_target_names(); }
+std::string active_target() { return kernels::active().target; }
+void set_max_target(std::string_view name) { kernels::set_max_target(name); }
+int default_num_threads() { return runtime::available_cores(); }
+const char* version() { return LNGRAD_VERSION_STRING; }
+
+}  // namespace lngrad

@@ -1,0 +1,461 @@
+// The public operators: validate every argument, then hand plain pointers to
+// the row kernels through the runtime. No formula lives here.
+#include <algorithm>
+#include <vector>
+
+#include "api/validate.hpp"
+#include "common/scalar.hpp"
+#include "kernels/kernels.hpp"
+#include "lngrad/lngrad.hpp"
+#include "runtime/row_reduce.hpp"
+
+namespace lngrad {
+
+namespace {
+
+using api::Checker;
+
+bool is_16bit(Dtype d) { return d == Dtype::float16 || d == Dtype::bfloat16; }
+
+// Statistics (mean, variance/rstd) may be stored wider than x, never narrower.
+std::initializer_list<Dtype> stat_dtypes(Dtype x) {
+  static const std::initializer_list<Dtype> f64 = {Dtype::float64};
+  static const std::initializer_list<Dtype> f32 = {Dtype::float32, Dtype::float64};
+  static const std::initializer_list<Dtype> f16 = {Dtype::float16, Dtype::float32, Dtype::float64};
+  static const std::initializer_list<Dtype> bf16 = {Dtype::bfloat16, Dtype::float32, Dtype::float64};
+  switch (x) {
+    case Dtype::float64: return f64;
+    case Dtype::float32: return f32;
+    case Dtype::float16: return f16;
+    case Dtype::bfloat16: return bf16;
+  }
+  return f32;
+}
+
+// gamma, beta and the parameter gradients: x's dtype or float32.
+std::initializer_list<Dtype> param_dtypes(Dtype x) {
+  static const std::initializer_list<Dtype> f64 = {Dtype::float64, Dtype::float32};
+  static const std::initializer_list<Dtype> f32 = {Dtype::float32};
+  static const std::initializer_list<Dtype> f16 = {Dtype::float16, Dtype::float32};
+  static const std::initializer_list<Dtype> bf16 = {Dtype::bfloat16, Dtype::float32};
+  switch (x) {
+    case Dtype::float64: return f64;
+    case Dtype::float32: return f32;
+    case Dtype::float16: return f16;
+    case Dtype::bfloat16: return bf16;
+  }
+  return f32;
+}
+
+// Works out how many trailing axes of x are normalized, checking it against
+// every argument that fixes it.
+class NormalizedAxes {
+ public:
+  NormalizedAxes(const Checker& c, int x_rank) : c_(c), x_rank_(x_rank) {}
+
+  void from(const char* name, int rank) {
+    if (ndim_ < 0) {
+      ndim_ = rank;
+      source_ = name;
+    } else if (rank != ndim_) {
+      c_.fail(name, "rank " + std::to_string(ndim_) + " (as " + source_ + ")", "rank " + std::to_string(rank));
+    }
+  }
+
+  void from_option(int requested) {
+    if (requested < 0) c_.fail("normalized_ndim", ">= 0", std::to_string(requested));
+    if (requested > 0) from("normalized_ndim", requested);
+  }
+
+  // Last resort: the statistics' shape ([A..] or [A.., 1..1], as older Ascend code derives it).
+  void from_statistic(const char* name, const Shape& stat, const Shape& x) {
+    if (ndim_ >= 0) return;
+    if (stat.rank() < x.rank()) {
+      from(name, x.rank() - stat.rank());
+      return;
+    }
+    for (int i = 0; i < x.rank() && i < stat.rank(); ++i) {
+      if (stat[i] != x[i]) {
+        from(name, x.rank() - i);
+        return;
+      }
+    }
+    c_.fail("normalized_ndim", "gamma or a positive normalized_ndim to fix the normalized axes",
+            "none, and " + std::string(name) + "'s shape " + stat.str() + " does not tell them apart from x's");
+  }
+
+  int get() const {
+    if (ndim_ < 1 || ndim_ > x_rank_) {
+      c_.fail(source_, "a normalized rank between 1 and rank(x) = " + std::to_string(x_rank_),
+              std::to_string(ndim_));
+    }
+    return ndim_;
+  }
+
+ private:
+  const Checker& c_;
+  int x_rank_;
+  int ndim_ = -1;  // not yet fixed
+  std::string source_;
+};
+
+// mean/variance/rstd: [A..] or [A.., 1..1].
+void check_statistic_shape(const Checker& c, const char* name, const Shape& given, const Shape& x, int ndim) {
+  const Shape lead = api::leading(x, ndim);
+  std::vector<std::int64_t> with_ones = lead.dims();
+  with_ones.insert(with_ones.end(), static_cast<std::size_t>(ndim), 1);
+  const Shape keep = with_ones;
+  auto equal = [](const Shape& a, const Shape& b) {
+    if (a.rank() != b.rank()) return false;
+    for (int i = 0; i < a.rank(); ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  };
+  if (!equal(given, lead) && !equal(given, keep)) {
+    c.fail(name, "shape " + lead.str() + " or " + keep.str() + " (x's leading axes)", given.str());
+  }
+}
+
+template <typename A>
+std::vector<A>& scratch(int slot) {
+  static thread_local std::vector<A> buffers[3];
+  return buffers[slot];
+}
+
+// gamma (or beta) widened to the accumulator type; absent -> fill.
+template <typename A>
+const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot) {
+  std::vector<A>& buf = scratch<A>(slot);
+  buf.resize(static_cast<std::size_t>(h));
+  if (!p) {
+    std::fill(buf.begin(), buf.end(), fill);
+  } else {
+    for (std::int64_t j = 0; j < h; ++j) buf[j] = static_cast<A>(load_scalar(p->data, p->dtype, j));
+  }
+  return buf.data();
+}
+
+template <typename A>
+void store_params(const A* src, const TensorView& dst, std::int64_t h) {
+  if (dst.data == nullptr) return;
+  for (std::int64_t j = 0; j < h; ++j) store_scalar(dst.data, dst.dtype, j, src[j]);
+}
+
+struct ColumnSums {
+  TensorView pd_gamma, pd_beta;  // empty view: not wanted
+};
+
+// Runs grad rows, with column sums when asked for.
+template <typename A>
+void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamma, std::int64_t rows,
+              int threads, const ColumnSums& sums) {
+  const std::int64_t h = args.h;
+  args.gamma = widen_param<A>(gamma, h, A(1), 0);
+  const kernels::KernelTable& k = kernels::active();
+  threads = runtime::effective_threads(threads, rows, h);
+  if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
+    runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr, nullptr); });
+    return;
+  }
+  std::vector<A>& out = scratch<A>(1);
+  out.resize(static_cast<std::size_t>(2 * h));
+  runtime::RowsFn<A> fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
+  runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(k), out.data(), out.data() + h);
+  store_params(out.data(), sums.pd_gamma, h);
+  store_params(out.data() + h, sums.pd_beta, h);
+}
+
+}  // namespace
+
+double default_epsilon(Dtype x_dtype) { return is_16bit(x_dtype) ? 1e-5 : 1e-12; }
+
+void layer_norm_grad(ConstTensorView dy, ConstTensorView x, ConstTensorView variance, ConstTensorView mean,
+                     std::optional<ConstTensorView> gamma, TensorView pd_x, TensorView pd_gamma, TensorView pd_beta,
+                     const GradOptions& options) {
+  Checker c("layer_norm_grad");
+  c.tensor("x", x);
+  if (x.shape.rank() < 1) c.fail("x", "rank >= 1", "rank 0");
+  c.tensor("dy", dy);
+  c.shape_equals("dy", dy.shape, x.shape, "the shape of x");
+  c.dtype_in("dy", dy.dtype, {x.dtype}, "the dtype of x");
+
+  NormalizedAxes axes(c, x.shape.rank());
+  if (gamma) {
+    c.tensor("gamma", *gamma);
+    axes.from("gamma", gamma->shape.rank());
+  }
+  if (options.compute_pd_gamma && pd_gamma.data != nullptr) axes.from("pd_gamma", pd_gamma.shape.rank());
+  if (options.compute_pd_beta && pd_beta.data != nullptr) axes.from("pd_beta", pd_beta.shape.rank());
+  axes.from_option(options.normalized_ndim);
+  c.tensor("mean", mean);
+  axes.from_statistic("mean", mean.shape, x.shape);
+  const int ndim = axes.get();
+  const Shape norm_shape = api::trailing(x.shape, ndim);
+  const std::int64_t h = api::numel(norm_shape);
+  const std::int64_t rows = api::numel(x.shape) / h;
+
+  if (gamma) {
+    c.shape_equals("gamma", gamma->shape, norm_shape, "x's trailing axes");
+    c.dtype_in("gamma", gamma->dtype, param_dtypes(x.dtype), "x's dtype or float32");
+  }
+  check_statistic_shape(c, "mean", mean.shape, x.shape, ndim);
+  c.dtype_in("mean", mean.dtype, stat_dtypes(x.dtype), "never narrower than x");
+  const char* stat_name = options.statistic == Statistic::rstd ? "variance (rstd)" : "variance";
+  c.tensor(stat_name, variance);
+  c.shape_equals(stat_name, variance.shape, mean.shape, "the shape of mean");
+  c.dtype_in(stat_name, variance.dtype, {mean.dtype}, "the dtype of mean");
+
+  if (options.compute_pd_x) {
+    c.tensor("pd_x", pd_x);
+    c.shape_equals("pd_x", pd_x.shape, x.shape, "the shape of x");
+    c.dtype_in("pd_x", pd_x.dtype, {x.dtype}, "the dtype of x");
+  }
+  std::optional<Dtype> param_dtype;
+  if (gamma) param_dtype = gamma->dtype;
+  for (auto [name, wanted, view] : {std::tuple{"pd_gamma", options.compute_pd_gamma, &pd_gamma},
+                                    std::tuple{"pd_beta", options.compute_pd_beta, &pd_beta}}) {
+    if (!wanted) continue;
+    c.tensor(name, *view);
+    c.shape_equals(name, view->shape, norm_shape, "x's trailing axes");
+    if (param_dtype) {
+      c.dtype_in(name, view->dtype, {*param_dtype}, gamma ? "the dtype of gamma" : "the dtype of pd_gamma");
+    } else {
+      c.dtype_in(name, view->dtype, param_dtypes(x.dtype), "x's dtype or float32");
+      param_dtype = view->dtype;
+    }
+  }
+  const double eps = options.statistic == Statistic::variance ? c.epsilon(options.epsilon, x.dtype) : 0.0;
+  const int threads = static_cast<int>(c.threads(options.num_threads));
+
+  c.input("dy", dy);
+  c.input("x", x);
+  c.input(stat_name, variance);
+  c.input("mean", mean);
+  if (gamma) c.input("gamma", *gamma);
+  if (options.compute_pd_x) c.output("pd_x", pd_x, {"dy", "x"}, false);
+  if (options.compute_pd_gamma) c.output("pd_gamma", pd_gamma, {}, true);
+  if (options.compute_pd_beta) c.output("pd_beta", pd_beta, {}, true);
+
+  kernels::GradArgs args;
+  args.dtype = x.dtype;
+  args.h = h;
+  args.dy = dy.data;
+  args.x = x.data;
+  args.mean = mean.data;
+  args.stat = variance.data;
+  args.stat_dtype = mean.dtype;
+  args.stat_is_rstd = options.statistic == Statistic::rstd;
+  args.epsilon = eps;
+  args.pd_x = options.compute_pd_x ? pd_x.data : nullptr;
+  ColumnSums sums;
+  if (options.compute_pd_gamma) sums.pd_gamma = pd_gamma;
+  if (options.compute_pd_beta) sums.pd_beta = pd_beta;
+  if (args.pd_x == nullptr && sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) return;
+  if (x.dtype == Dtype::float64) {
+    run_grad<double>(args, gamma, rows, threads, sums);
+  } else {
+    run_grad<float>(args, gamma, rows, threads, sums);
+  }
+}
+
+void layer_norm_grad_x(ConstTensorView dy, ConstTensorView x, ConstTensorView variance, ConstTensorView mean,
+                       std::optional<ConstTensorView> gamma, TensorView pd_x, TensorView res_for_gamma,
+                       const GradXOptions& options) {
+  Checker c("layer_norm_grad_x");
+  c.tensor("x", x);
+  if (x.shape.rank() < 1) c.fail("x", "rank >= 1", "rank 0");
+  c.tensor("dy", dy);
+  c.shape_equals("dy", dy.shape, x.shape, "the shape of x");
+  c.dtype_in("dy", dy.dtype, {x.dtype}, "the dtype of x");
+  NormalizedAxes axes(c, x.shape.rank());
+  if (gamma) {
+    c.tensor("gamma", *gamma);
+    axes.from("gamma", gamma->shape.rank());
+  }
+  axes.from_option(options.normalized_ndim);
+  c.tensor("mean", mean);
+  axes.from_statistic("mean", mean.shape, x.shape);
+  const int ndim = axes.get();
+  const Shape norm_shape = api::trailing(x.shape, ndim);
+  const std::int64_t h = api::numel(norm_shape);
+  const std::int64_t rows = api::numel(x.shape) / h;
+  if (gamma) {
+    c.shape_equals("gamma", gamma->shape, norm_shape, "x's trailing axes");
+    c.dtype_in("gamma", gamma->dtype, param_dtypes(x.dtype), "x's dtype or float32");
+  }
+  check_statistic_shape(c, "mean", mean.shape, x.shape, ndim);
+  c.dtype_in("mean", mean.dtype, stat_dtypes(x.dtype), "never narrower than x");
+  const char* stat_name = options.statistic == Statistic::rstd ? "variance (rstd)" : "variance";
+  c.tensor(stat_name, variance);
+  c.shape_equals(stat_name, variance.shape, mean.shape, "the shape of mean");
+  c.dtype_in(stat_name, variance.dtype, {mean.dtype}, "the dtype of mean");
+  c.tensor("pd_x", pd_x);
+  c.shape_equals("pd_x", pd_x.shape, x.shape, "the shape of x");
+  c.dtype_in("pd_x", pd_x.dtype, {x.dtype}, "the dtype of x");
+  c.tensor("res_for_gamma", res_for_gamma);
+  c.shape_equals("res_for_gamma", res_for_gamma.shape, x.shape, "the shape of x");
+  if (x.dtype == Dtype::float64) {
+    c.dtype_in("res_for_gamma", res_for_gamma.dtype, {Dtype::float64}, "the dtype of x");
+  } else {
+    c.dtype_in("res_for_gamma", res_for_gamma.dtype, {x.dtype, Dtype::float32}, "x's dtype or float32");
+  }
+  const double eps = options.statistic == Statistic::variance ? c.epsilon(options.epsilon, x.dtype) : 0.0;
+  const int threads = static_cast<int>(c.threads(options.num_threads));
+  c.input("dy", dy);
+  c.input("x", x);
+  c.input(stat_name, variance);
+  c.input("mean", mean);
+  if (gamma) c.input("gamma", *gamma);
+  c.output("pd_x", pd_x, {"dy", "x"}, false);
+  c.output("res_for_gamma", res_for_gamma, {"dy", "x"}, false);
+
+  kernels::GradArgs args;
+  args.dtype = x.dtype;
+  args.h = h;
+  args.dy = dy.data;
+  args.x = x.data;
+  args.mean = mean.data;
+  args.stat = variance.data;
+  args.stat_dtype = mean.dtype;
+  args.stat_is_rstd = options.statistic == Statistic::rstd;
+  args.epsilon = eps;
+  args.pd_x = pd_x.data;
+  args.res_for_gamma = res_for_gamma.data;
+  args.res_dtype = res_for_gamma.dtype;
+  if (x.dtype == Dtype::float64) {
+    run_grad<double>(args, gamma, rows, threads, {});
+  } else {
+    run_grad<float>(args, gamma, rows, threads, {});
+  }
+}
+
+namespace {
+template <typename A>
+void run_beta(const kernels::BetaArgs& args, std::int64_t rows, int threads, const TensorView& pd_gamma,
+              const TensorView& pd_beta) {
+  const kernels::KernelTable& k = kernels::active();
+  std::vector<A>& out = scratch<A>(1);
+  out.resize(static_cast<std::size_t>(2 * args.h));
+  runtime::RowsFn<A> fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
+  runtime::reduce_rows<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, kernels::add_fn<A>(k),
+                          out.data(), out.data() + args.h);
+  store_params(out.data(), pd_gamma, args.h);
+  store_params(out.data() + args.h, pd_beta, args.h);
+}
+}  // namespace
+
+void layer_norm_grad_beta(ConstTensorView res_for_gamma, ConstTensorView dy, TensorView pd_gamma,
+                          TensorView pd_beta, const GradBetaOptions& options) {
+  Checker c("layer_norm_grad_beta");
+  c.tensor("dy", dy);
+  if (dy.shape.rank() < 1) c.fail("dy", "rank >= 1", "rank 0");
+  c.tensor("res_for_gamma", res_for_gamma);
+  c.shape_equals("res_for_gamma", res_for_gamma.shape, dy.shape, "the shape of dy");
+  if (dy.dtype == Dtype::float64) {
+    c.dtype_in("res_for_gamma", res_for_gamma.dtype, {Dtype::float64}, "the dtype of dy");
+  } else {
+    c.dtype_in("res_for_gamma", res_for_gamma.dtype, {dy.dtype, Dtype::float32}, "dy's dtype or float32");
+  }
+  c.tensor("pd_gamma", pd_gamma);
+  NormalizedAxes axes(c, dy.shape.rank());
+  axes.from("pd_gamma", pd_gamma.shape.rank());
+  const int ndim = axes.get();
+  const Shape norm_shape = api::trailing(dy.shape, ndim);
+  c.shape_equals("pd_gamma", pd_gamma.shape, norm_shape, "dy's trailing axes");
+  c.dtype_in("pd_gamma", pd_gamma.dtype, param_dtypes(dy.dtype), "dy's dtype or float32");
+  c.tensor("pd_beta", pd_beta);
+  c.shape_equals("pd_beta", pd_beta.shape, pd_gamma.shape, "the shape of pd_gamma");
+  c.dtype_in("pd_beta", pd_beta.dtype, {pd_gamma.dtype}, "the dtype of pd_gamma");
+  const int threads = static_cast<int>(c.threads(options.num_threads));
+  c.input("res_for_gamma", res_for_gamma);
+  c.input("dy", dy);
+  c.output("pd_gamma", pd_gamma, {}, true);
+  c.output("pd_beta", pd_beta, {}, true);
+
+  kernels::BetaArgs args;
+  args.dy_dtype = dy.dtype;
+  args.res_dtype = res_for_gamma.dtype;
+  args.h = api::numel(norm_shape);
+  args.dy = dy.data;
+  args.res_for_gamma = res_for_gamma.data;
+  const std::int64_t rows = api::numel(dy.shape) / args.h;
+  if (dy.dtype == Dtype::float64) {
+    run_beta<double>(args, rows, threads, pd_gamma, pd_beta);
+  } else {
+    run_beta<float>(args, rows, threads, pd_gamma, pd_beta);
+  }
+}
+
+void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma, std::optional<ConstTensorView> beta,
+                TensorView y, TensorView mean, TensorView variance, TensorView rstd, const ForwardOptions& options) {
+  Checker c("layer_norm");
+  c.tensor("x", x);
+  if (x.shape.rank() < 1) c.fail("x", "rank >= 1", "rank 0");
+  NormalizedAxes axes(c, x.shape.rank());
+  if (gamma) {
+    c.tensor("gamma", *gamma);
+    axes.from("gamma", gamma->shape.rank());
+  }
+  if (beta) {
+    c.tensor("beta", *beta);
+    axes.from("beta", beta->shape.rank());
+  }
+  axes.from_option(options.normalized_ndim);
+  c.tensor("mean", mean);
+  axes.from_statistic("mean", mean.shape, x.shape);
+  const int ndim = axes.get();
+  const Shape norm_shape = api::trailing(x.shape, ndim);
+  const std::int64_t h = api::numel(norm_shape);
+  const std::int64_t rows = api::numel(x.shape) / h;
+  for (auto [name, p] : {std::pair{"gamma", &gamma}, std::pair{"beta", &beta}}) {
+    if (!*p) continue;
+    c.shape_equals(name, (*p)->shape, norm_shape, "x's trailing axes");
+    c.dtype_in(name, (*p)->dtype, param_dtypes(x.dtype), "x's dtype or float32");
+  }
+  c.tensor("y", y);
+  c.shape_equals("y", y.shape, x.shape, "the shape of x");
+  c.dtype_in("y", y.dtype, {x.dtype}, "the dtype of x");
+  check_statistic_shape(c, "mean", mean.shape, x.shape, ndim);
+  c.dtype_in("mean", mean.dtype, stat_dtypes(x.dtype), "never narrower than x");
+  c.tensor("variance", variance);
+  c.shape_equals("variance", variance.shape, mean.shape, "the shape of mean");
+  c.dtype_in("variance", variance.dtype, {mean.dtype}, "the dtype of mean");
+  if (rstd.data != nullptr) {
+    c.tensor("rstd", rstd);
+    c.shape_equals("rstd", rstd.shape, mean.shape, "the shape of mean");
+    c.dtype_in("rstd", rstd.dtype, {mean.dtype}, "the dtype of mean");
+  }
+  const double eps = c.epsilon(options.epsilon, x.dtype);
+  const int threads = static_cast<int>(c.threads(options.num_threads));
+  c.input("x", x);
+  if (gamma) c.input("gamma", *gamma);
+  if (beta) c.input("beta", *beta);
+  c.output("y", y, {"x"}, false);
+  c.output("mean", mean, {}, false);
+  c.output("variance", variance, {}, false);
+  if (rstd.data != nullptr) c.output("rstd", rstd, {}, false);
+
+  kernels::ForwardArgs args;
+  args.dtype = x.dtype;
+  args.h = h;
+  args.x = x.data;
+  args.epsilon = eps;
+  args.y = y.data;
+  args.stat_dtype = mean.dtype;
+  args.mean = mean.data;
+  args.variance = variance.data;
+  args.rstd = rstd.data;
+  if (x.dtype == Dtype::float64) {
+    args.gamma = widen_param<double>(gamma, h, 1.0, 0);
+    args.beta = widen_param<double>(beta, h, 0.0, 2);
+  } else {
+    args.gamma = widen_param<float>(gamma, h, 1.0f, 0);
+    args.beta = widen_param<float>(beta, h, 0.0f, 2);
+  }
+  const kernels::KernelTable& k = kernels::active();
+  runtime::for_rows(rows, h, runtime::effective_threads(threads, rows, h),
+                    [&](std::int64_t b, std::int64_t e) { k.forward_rows(args, b, e); });
+}
+
+}  // namespace lngrad

@@ -1,0 +1,538 @@
+// The SIMD row kernels, written once with Highway and compiled for every
+// target in HWY_TARGETS (foreach_target re-includes this file per target).
+//
+// Derivation (per row, H elements; xm = x - mean, g = dy*gamma):
+//   pd_var  = sum(-0.5*g*xm*rstd^3)              = -0.5*rstd^3*S2,  S2 = sum(g*xm)
+//   pd_mean = sum(-g*rstd) + pd_var/H*sum(-2*xm) = -rstd*S1 - 2*pd_var/H*S3,
+//             S1 = sum(g), S3 = sum(xm)
+//   pd_x    = g*rstd + (2*pd_var/H)*xm + pd_mean/H
+// so one pass gathers S1, S2, S3 (centred: xm first, never sum(g*x) -
+// mean*sum(g)) and a second pass over the cached row writes
+// pd_x = rstd*g + a*xm + b with a = 2*pd_var/H, b = pd_mean/H, and adds
+// dy*xm*rstd and dy to the pd_gamma/pd_beta accumulators.
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "common/scalar.hpp"
+#include "kernels/kernels.hpp"
+#include "lngrad/half.hpp"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/kernels.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+// F16C hardware conversions round correctly; Highway 1.0.3's emulation for the
+// other targets truncates and ignores Inf/NaN, so those use integer code here.
+#undef LNGRAD_HW_F16
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX2)
+#define LNGRAD_HW_F16 1
+#else
+#define LNGRAD_HW_F16 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace lngrad {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using bf16 = hwy::bfloat16_t;
+using f16 = hwy::float16_t;
+
+// ---- Loads and stores of storage types as float (or double) vectors. -------
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const float* p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const double* p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const bf16* p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const f16* p) {
+#if LNGRAD_HW_F16
+  const hn::Rebind<f16, DF> df16;
+  return hn::PromoteTo(df, hn::LoadU(df16, p));
+#else
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto h = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du32, 0x8000u)));
+  const auto magnitude = hn::And(h, hn::Set(du32, 0x7FFFu));
+  const auto shifted = hn::ShiftLeft<13>(magnitude);
+  // Rebias by 2^112: exact for normal and subnormal halves.
+  const auto finite = hn::BitCast(du32, hn::Mul(hn::BitCast(df, shifted), hn::Set(df, 0x1p112f)));
+  const auto special = hn::Or(shifted, hn::Set(du32, 0x7F800000u));  // Inf, NaN
+  const auto is_special = hn::RebindMask(du32, hn::BitCast(di32, magnitude) > hn::Set(di32, 0x7BFF));
+  return hn::BitCast(df, hn::Or(sign, hn::IfThenElse(is_special, special, finite)));
+#endif
+}
+
+template <class DF>
+HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, float* p) {
+  hn::StoreU(v, df, p);
+}
+template <class DF>
+HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, double* p) {
+  hn::StoreU(v, df, p);
+}
+template <class DF>
+HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, bf16* p) {
+  // Round to nearest-even (Highway 1.0.3's DemoteTo truncates); NaN stays NaN.
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
+  const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
+  const auto out = hn::IfThenElse(hn::RebindMask(du32, v != v), quiet, rounded);
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, reinterpret_cast<uint16_t*>(p));
+}
+template <class DF>
+HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, f16* p) {
+#if LNGRAD_HW_F16
+  const hn::Rebind<f16, DF> df16;
+  hn::StoreU(hn::DemoteTo(df16, v), df16, p);
+#else
+  // Vector form of lngrad::float_to_float16 (round to nearest-even).
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto sign = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 0x8000u));
+  const auto a = hn::And(u, hn::Set(du32, 0x7FFFFFFFu));
+  const auto ai = hn::BitCast(di32, a);
+  const auto is_big = hn::RebindMask(du32, ai > hn::Set(di32, 0x477FFFFF));
+  const auto is_nan = hn::RebindMask(du32, ai > hn::Set(di32, 0x7F800000));
+  const auto is_small = hn::RebindMask(du32, ai < hn::Set(di32, 0x38800000));
+  const auto big = hn::IfThenElse(is_nan, hn::Set(du32, 0x7E00u), hn::Set(du32, 0x7C00u));
+  const auto small = hn::Sub(hn::BitCast(du32, hn::Add(hn::BitCast(df, a), hn::Set(df, 0.5f))),
+                             hn::Set(du32, 0x3F000000u));
+  const auto odd = hn::And(hn::ShiftRight<13>(a), hn::Set(du32, 1u));
+  const auto normal = hn::ShiftRight<13>(hn::Add(hn::Add(a, hn::Set(du32, 0xC8000FFFu)), odd));
+  const auto out = hn::Or(sign, hn::IfThenElse(is_big, big, hn::IfThenElse(is_small, small, normal)));
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, reinterpret_cast<uint16_t*>(p));
+#endif
+}
+
+// Tails (fewer than Lanes elements) go through a zeroed lane-sized buffer so
+// that one vector code path serves every length.
+constexpr size_t kMaxLaneBytes = HWY_MAX_BYTES;
+
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadTail(DF df, const T* p, size_t n) {
+  alignas(64) T buf[kMaxLaneBytes / sizeof(float)] = {};
+  std::memcpy(static_cast<void*>(buf), p, n * sizeof(T));
+  return LoadAs(df, buf);
+}
+
+template <class DF, typename T>
+HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
+  alignas(64) T buf[kMaxLaneBytes / sizeof(float)];
+  StoreAs(df, v, buf);
+  std::memcpy(static_cast<void*>(p), buf, n * sizeof(T));
+}
+
+// ---- layer_norm_grad / layer_norm_grad_x rows. -------------------------------
+
+template <class DF, typename T, typename TR, bool kPdX, bool kRes, bool kAcc>
+void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* acc_gamma_v, void* acc_beta_v) {
+  using A = hn::TFromD<DF>;
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const size_t h = static_cast<size_t>(args.h);
+  const A* gamma = static_cast<const A*>(args.gamma);
+  A* acc_gamma = static_cast<A*>(acc_gamma_v);
+  A* acc_beta = static_cast<A*>(acc_beta_v);
+  const A inv_h = A(1) / static_cast<A>(h);
+
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const T* dy = static_cast<const T*>(args.dy) + static_cast<size_t>(r) * h;
+    const T* x = static_cast<const T*>(args.x) + static_cast<size_t>(r) * h;
+    const A mean = static_cast<A>(load_scalar(args.mean, args.stat_dtype, r));
+    const A stat = static_cast<A>(load_scalar(args.stat, args.stat_dtype, r));
+    const A rstd = args.stat_is_rstd ? stat : A(1) / std::sqrt(stat + static_cast<A>(args.epsilon));
+    const auto vmean = hn::Set(df, mean);
+
+    // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm); two accumulator sets
+    // keep the FMA pipes busy.
+    auto s1a = hn::Zero(df), s2a = hn::Zero(df), s3a = hn::Zero(df);
+    auto s1b = hn::Zero(df), s2b = hn::Zero(df), s3b = hn::Zero(df);
+    size_t j = 0;
+    for (; j + 2 * N <= h; j += 2 * N) {
+      const auto xm0 = hn::Sub(LoadAs(df, x + j), vmean);
+      const auto g0 = hn::Mul(LoadAs(df, dy + j), hn::LoadU(df, gamma + j));
+      const auto xm1 = hn::Sub(LoadAs(df, x + j + N), vmean);
+      const auto g1 = hn::Mul(LoadAs(df, dy + j + N), hn::LoadU(df, gamma + j + N));
+      s1a = hn::Add(s1a, g0);
+      s2a = hn::MulAdd(g0, xm0, s2a);
+      s3a = hn::Add(s3a, xm0);
+      s1b = hn::Add(s1b, g1);
+      s2b = hn::MulAdd(g1, xm1, s2b);
+      s3b = hn::Add(s3b, xm1);
+    }
+    for (; j + N <= h; j += N) {
+      const auto xm = hn::Sub(LoadAs(df, x + j), vmean);
+      const auto g = hn::Mul(LoadAs(df, dy + j), hn::LoadU(df, gamma + j));
+      s1a = hn::Add(s1a, g);
+      s2a = hn::MulAdd(g, xm, s2a);
+      s3a = hn::Add(s3a, xm);
+    }
+    if (j < h) {
+      const size_t n = h - j;
+      const auto xm = hn::IfThenElseZero(hn::FirstN(df, n), hn::Sub(LoadTail(df, x + j, n), vmean));
+      const auto g = hn::Mul(LoadTail(df, dy + j, n), LoadTail(df, gamma + j, n));
+      s1b = hn::Add(s1b, g);
+      s2b = hn::MulAdd(g, xm, s2b);
+      s3b = hn::Add(s3b, xm);
+    }
+    const A s1 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s1a, s1b)));
+    const A s2 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s2a, s2b)));
+    const A s3 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s3a, s3b)));
+
+    const A pd_var = A(-0.5) * s2 * (rstd * rstd * rstd);
+    const A pd_mean = -rstd * s1 + pd_var * inv_h * (A(-2) * s3);
+    const auto va = hn::Set(df, A(2) * pd_var * inv_h);
+    const auto vb = hn::Set(df, pd_mean * inv_h);
+    const auto vrstd = hn::Set(df, rstd);
+
+    // Pass 2 over the cached row. Loads of index j precede its stores, so
+    // pd_x/res_for_gamma may be dy or x itself (in-place).
+    T* pd_x = kPdX ? static_cast<T*>(args.pd_x) + static_cast<size_t>(r) * h : nullptr;
+    TR* res = kRes ? static_cast<TR*>(args.res_for_gamma) + static_cast<size_t>(r) * h : nullptr;
+    auto body = [&](auto d, auto xv, auto gam, auto store, size_t k) HWY_ATTR {
+      const auto xm = hn::Sub(xv, vmean);
+      const auto res_v = hn::Mul(xm, vrstd);
+      if constexpr (kPdX) store(hn::MulAdd(hn::Mul(d, gam), vrstd, hn::MulAdd(va, xm, vb)), pd_x + k);
+      if constexpr (kRes) store(res_v, res + k);
+      return res_v;
+    };
+    j = 0;
+    for (; j + N <= h; j += N) {
+      const auto d = LoadAs(df, dy + j);
+      const auto res_v = body(d, LoadAs(df, x + j), hn::LoadU(df, gamma + j),
+                              [&](auto v, auto* p) HWY_ATTR { StoreAs(df, v, p); }, j);
+      if constexpr (kAcc) {
+        hn::StoreU(hn::MulAdd(d, res_v, hn::LoadU(df, acc_gamma + j)), df, acc_gamma + j);
+        hn::StoreU(hn::Add(d, hn::LoadU(df, acc_beta + j)), df, acc_beta + j);
+      }
+    }
+    if (j < h) {
+      const size_t n = h - j;
+      const auto d = LoadTail(df, dy + j, n);
+      const auto res_v = body(d, LoadTail(df, x + j, n), LoadTail(df, gamma + j, n),
+                              [&](auto v, auto* p) HWY_ATTR { StoreTail(df, v, p, n); }, j);
+      if constexpr (kAcc) {
+        StoreTail(df, hn::MulAdd(d, res_v, LoadTail(df, acc_gamma + j, n)), acc_gamma + j, n);
+        StoreTail(df, hn::Add(d, LoadTail(df, acc_beta + j, n)), acc_beta + j, n);
+      }
+    }
+  }
+}
+
+template <class DF, typename T, typename TR>
+void GradRowsFor(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
+  const bool pdx = args.pd_x != nullptr, res = args.res_for_gamma != nullptr, acc = ag != nullptr;
+  const int sel = (pdx ? 4 : 0) | (res ? 2 : 0) | (acc ? 1 : 0);
+  switch (sel) {
+    case 0: return;
+    case 1: return GradRowsT<DF, T, TR, false, false, true>(args, b, e, ag, ab);
+    case 2: return GradRowsT<DF, T, TR, false, true, false>(args, b, e, ag, ab);
+    case 3: return GradRowsT<DF, T, TR, false, true, true>(args, b, e, ag, ab);
+    case 4: return GradRowsT<DF, T, TR, true, false, false>(args, b, e, ag, ab);
+    case 5: return GradRowsT<DF, T, TR, true, false, true>(args, b, e, ag, ab);
+    case 6: return GradRowsT<DF, T, TR, true, true, false>(args, b, e, ag, ab);
+    default: return GradRowsT<DF, T, TR, true, true, true>(args, b, e, ag, ab);
+  }
+}
+
+template <typename T>
+void GradRows16(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
+  const hn::ScalableTag<float> df;
+  if (args.res_for_gamma != nullptr && args.res_dtype == Dtype::float32) {
+    GradRowsFor<decltype(df), T, float>(args, b, e, ag, ab);
+  } else {
+    GradRowsFor<decltype(df), T, T>(args, b, e, ag, ab);
+  }
+}
+
+void GradRows(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
+  switch (args.dtype) {
+    case Dtype::float64: return GradRowsFor<hn::ScalableTag<double>, double, double>(args, b, e, ag, ab);
+    case Dtype::float32: return GradRowsFor<hn::ScalableTag<float>, float, float>(args, b, e, ag, ab);
+    case Dtype::float16: return GradRows16<f16>(args, b, e, ag, ab);
+    case Dtype::bfloat16: return GradRows16<bf16>(args, b, e, ag, ab);
+  }
+}
+
+// ---- layer_norm_grad_beta rows. ----------------------------------------------
+
+template <class DF, typename TD, typename TR>
+void BetaRowsT(const BetaArgs& args, int64_t row_begin, int64_t row_end, void* acc_gamma_v, void* acc_beta_v) {
+  using A = hn::TFromD<DF>;
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const size_t h = static_cast<size_t>(args.h);
+  A* acc_gamma = static_cast<A*>(acc_gamma_v);
+  A* acc_beta = static_cast<A*>(acc_beta_v);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const TD* dy = static_cast<const TD*>(args.dy) + static_cast<size_t>(r) * h;
+    const TR* res = static_cast<const TR*>(args.res_for_gamma) + static_cast<size_t>(r) * h;
+    size_t j = 0;
+    for (; j + N <= h; j += N) {
+      const auto d = LoadAs(df, dy + j);
+      hn::StoreU(hn::MulAdd(d, LoadAs(df, res + j), hn::LoadU(df, acc_gamma + j)), df, acc_gamma + j);
+      hn::StoreU(hn::Add(d, hn::LoadU(df, acc_beta + j)), df, acc_beta + j);
+    }
+    if (j < h) {
+      const size_t n = h - j;
+      const auto d = LoadTail(df, dy + j, n);
+      StoreTail(df, hn::MulAdd(d, LoadTail(df, res + j, n), LoadTail(df, acc_gamma + j, n)), acc_gamma + j, n);
+      StoreTail(df, hn::Add(d, LoadTail(df, acc_beta + j, n)), acc_beta + j, n);
+    }
+  }
+}
+
+template <typename TD>
+void BetaRows16(const BetaArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
+  using DF = hn::ScalableTag<float>;
+  if (args.res_dtype == Dtype::float32) return BetaRowsT<DF, TD, float>(args, b, e, ag, ab);
+  return BetaRowsT<DF, TD, TD>(args, b, e, ag, ab);
+}
+
+void BetaRows(const BetaArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
+  switch (args.dy_dtype) {
+    case Dtype::float64: return BetaRowsT<hn::ScalableTag<double>, double, double>(args, b, e, ag, ab);
+    case Dtype::float32: return BetaRowsT<hn::ScalableTag<float>, float, float>(args, b, e, ag, ab);
+    case Dtype::float16: return BetaRows16<f16>(args, b, e, ag, ab);
+    case Dtype::bfloat16: return BetaRows16<bf16>(args, b, e, ag, ab);
+  }
+}
+
+// ---- layer_norm forward rows. ------------------------------------------------
+
+template <class DF, typename T>
+void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
+  using A = hn::TFromD<DF>;
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const size_t h = static_cast<size_t>(args.h);
+  const A* gamma = static_cast<const A*>(args.gamma);
+  const A* beta = static_cast<const A*>(args.beta);
+  const A inv_h = A(1) / static_cast<A>(h);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const T* x = static_cast<const T*>(args.x) + static_cast<size_t>(r) * h;
+    T* y = static_cast<T*>(args.y) + static_cast<size_t>(r) * h;
+    // Two-pass (centred) statistics over the cached row.
+    auto sa = hn::Zero(df), sb = hn::Zero(df);
+    size_t j = 0;
+    for (; j + 2 * N <= h; j += 2 * N) {
+      sa = hn::Add(sa, LoadAs(df, x + j));
+      sb = hn::Add(sb, LoadAs(df, x + j + N));
+    }
+    for (; j + N <= h; j += N) sa = hn::Add(sa, LoadAs(df, x + j));
+    if (j < h) sb = hn::Add(sb, LoadTail(df, x + j, h - j));
+    const A mean = hn::GetLane(hn::SumOfLanes(df, hn::Add(sa, sb))) * inv_h;
+    const auto vmean = hn::Set(df, mean);
+    sa = hn::Zero(df);
+    sb = hn::Zero(df);
+    j = 0;
+    for (; j + N <= h; j += N) {
+      const auto xm = hn::Sub(LoadAs(df, x + j), vmean);
+      sa = hn::MulAdd(xm, xm, sa);
+    }
+    if (j < h) {
+      const auto xm = hn::IfThenElseZero(hn::FirstN(df, h - j), hn::Sub(LoadTail(df, x + j, h - j), vmean));
+      sb = hn::MulAdd(xm, xm, sb);
+    }
+    const A variance = hn::GetLane(hn::SumOfLanes(df, hn::Add(sa, sb))) * inv_h;
+    const A rstd = A(1) / std::sqrt(variance + static_cast<A>(args.epsilon));
+    const auto vrstd = hn::Set(df, rstd);
+    j = 0;
+    for (; j + N <= h; j += N) {
+      const auto xhat = hn::Mul(hn::Sub(LoadAs(df, x + j), vmean), vrstd);
+      StoreAs(df, hn::MulAdd(xhat, hn::LoadU(df, gamma + j), hn::LoadU(df, beta + j)), y + j);
+    }
+    if (j < h) {
+      const size_t n = h - j;
+      const auto xhat = hn::Mul(hn::Sub(LoadTail(df, x + j, n), vmean), vrstd);
+      StoreTail(df, hn::MulAdd(xhat, LoadTail(df, gamma + j, n), LoadTail(df, beta + j, n)), y + j, n);
+    }
+    store_scalar(args.mean, args.stat_dtype, r, mean);
+    store_scalar(args.variance, args.stat_dtype, r, variance);
+    if (args.rstd != nullptr) store_scalar(args.rstd, args.stat_dtype, r, rstd);
+  }
+}
+
+void ForwardRows(const ForwardArgs& args, int64_t b, int64_t e) {
+  switch (args.dtype) {
+    case Dtype::float64: return ForwardRowsT<hn::ScalableTag<double>, double>(args, b, e);
+    case Dtype::float32: return ForwardRowsT<hn::ScalableTag<float>, float>(args, b, e);
+    case Dtype::float16: return ForwardRowsT<hn::ScalableTag<float>, f16>(args, b, e);
+    case Dtype::bfloat16: return ForwardRowsT<hn::ScalableTag<float>, bf16>(args, b, e);
+  }
+}
+
+// ---- Elementwise helpers. ----------------------------------------------------
+
+template <typename A>
+void AddT(A* dst, const A* src, int64_t n_signed) {
+  const hn::ScalableTag<A> d;
+  const size_t N = hn::Lanes(d), n = static_cast<size_t>(n_signed);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Add(hn::LoadU(d, dst + i), hn::LoadU(d, src + i)), d, dst + i);
+  for (; i < n; ++i) dst[i] += src[i];
+}
+void AddF32(float* dst, const float* src, int64_t n) { AddT(dst, src, n); }
+void AddF64(double* dst, const double* src, int64_t n) { AddT(dst, src, n); }
+
+template <typename T>
+void ToF32T(const void* src_v, float* dst, size_t n) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const T* src = static_cast<const T*>(src_v);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(LoadAs(df, src + i), df, dst + i);
+  if (i < n) StoreTail(df, LoadTail(df, src + i, n - i), dst + i, n - i);
+}
+
+template <typename T>
+void FromF32T(const float* src, void* dst_v, size_t n) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  T* dst = static_cast<T*>(dst_v);
+  size_t i = 0;
+  for (; i + N <= n; i += N) StoreAs(df, hn::LoadU(df, src + i), dst + i);
+  if (i < n) StoreTail(df, LoadTail(df, src + i, n - i), dst + i, n - i);
+}
+
+void ToF32(Dtype dtype, const void* src, float* dst, int64_t n) {
+  switch (dtype) {
+    case Dtype::float16: return ToF32T<f16>(src, dst, static_cast<size_t>(n));
+    case Dtype::bfloat16: return ToF32T<bf16>(src, dst, static_cast<size_t>(n));
+    case Dtype::float32: return ToF32T<float>(src, dst, static_cast<size_t>(n));
+    case Dtype::float64:
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(static_cast<const double*>(src)[i]);
+      return;
+  }
+}
+
+void FromF32(Dtype dtype, const float* src, void* dst, int64_t n) {
+  switch (dtype) {
+    case Dtype::float16: return FromF32T<f16>(src, dst, static_cast<size_t>(n));
+    case Dtype::bfloat16: return FromF32T<bf16>(src, dst, static_cast<size_t>(n));
+    case Dtype::float32: return FromF32T<float>(src, dst, static_cast<size_t>(n));
+    case Dtype::float64:
+      for (int64_t i = 0; i < n; ++i) static_cast<double*>(dst)[i] = src[i];
+      return;
+  }
+}
+
+const KernelTable* GetTable() {
+  static const KernelTable table = {hwy::TargetName(HWY_TARGET), &GradRows, &BetaRows, &ForwardRows,
+                                    &AddF32, &AddF64, &ToF32, &FromF32};
+  return &table;
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace lngrad
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lngrad {
+namespace kernels {
+
+HWY_EXPORT(GetTable);
+
+namespace {
+
+// Highway target bits: a lower bit is a better target.
+int64_t compiled_targets() { return HWY_TARGETS; }
+
+const KernelTable* table_for(int64_t target_bit) {
+  const int64_t chosen = HWY_CHOSEN_TARGET_SHIFT(target_bit) | HWY_CHOSEN_TARGET_MASK_SCALAR;
+  const size_t index = hwy::Num0BitsBelowLS1Bit_Nonzero64(
+      static_cast<uint64_t>(chosen & HWY_CHOSEN_TARGET_MASK_TARGETS));
+  return HWY_DISPATCH_TABLE(GetTable)[index]();
+}
+
+// The best compiled and supported target no better than `cap` (0: no cap).
+int64_t best_target(int64_t cap) {
+  int64_t usable = hwy::SupportedTargets() & compiled_targets();
+  if (cap != 0) usable &= ~(cap - 1);
+  if (usable == 0) usable = compiled_targets();  // unreachable: the fallback target is always usable
+  return usable & -usable;
+}
+
+int64_t parse_target(std::string_view name) {
+  for (int64_t bits = compiled_targets(); bits != 0; bits &= bits - 1) {
+    const int64_t bit = bits & -bits;
+    const std::string_view candidate = hwy::TargetName(bit);
+    if (candidate.size() == name.size() &&
+        std::equal(name.begin(), name.end(), candidate.begin(),
+                   [](char a, char b) { return std::toupper(a) == std::toupper(b); })) {
+      return bit;
+    }
+  }
+  std::string known;
+  for (int64_t bits = compiled_targets(); bits != 0; bits &= bits - 1) {
+    known += known.empty() ? "" : ", ";
+    known += hwy::TargetName(bits & -bits);
+  }
+  throw Error("target: expected one of " + known + "; given '" + std::string(name) + "'");
+}
+
+const KernelTable* initial_table() {
+  const char* env = std::getenv("LNGRAD_MAX_TARGET");
+  if (env == nullptr || *env == '\0') return table_for(best_target(0));
+  try {
+    return table_for(best_target(parse_target(env)));
+  } catch (const Error& e) {
+    throw Error(std::string("LNGRAD_MAX_TARGET: ") + e.what());
+  }
+}
+
+std::atomic<const KernelTable*>& active_slot() {
+  static std::atomic<const KernelTable*> slot{initial_table()};
+  return slot;
+}
+
+}  // namespace
+
+const KernelTable& active() { return *active_slot().load(std::memory_order_acquire); }
+
+std::vector<std::string> supported_target_names() {
+  std::vector<std::string> names;
+  for (int64_t bits = hwy::SupportedTargets() & compiled_targets(); bits != 0; bits &= bits - 1) {
+    names.emplace_back(hwy::TargetName(bits & -bits));
+  }
+  return names;
+}
+
+void set_max_target(std::string_view name) {
+  const KernelTable* table = table_for(best_target(name.empty() ? 0 : parse_target(name)));
+  active_slot().store(table, std::memory_order_release);
+}
+
+}  // namespace kernels
+}  // namespace lngrad
+#endif  // HWY_ONCE

@@ -1,0 +1,92 @@
+// Internal interface between the runtime and the per-target SIMD kernels.
+// Plain pointers and sizes only; every argument has been validated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lngrad/lngrad.hpp"
+
+namespace lngrad::kernels {
+
+// Row gradient: for each row r, pd_x and res_for_gamma (either may be null),
+// and, when acc_gamma/acc_beta are given, ADDS dy*res_for_gamma and dy to them.
+// Accumulators are float, or double when dtype is float64.
+struct GradArgs {
+  Dtype dtype = Dtype::float32;  // dy, x, pd_x
+  std::int64_t h = 0;
+  const void* dy = nullptr;
+  const void* x = nullptr;
+  const void* mean = nullptr;
+  const void* stat = nullptr;  // variance, or rstd when stat_is_rstd
+  Dtype stat_dtype = Dtype::float32;
+  bool stat_is_rstd = false;
+  double epsilon = 0.0;
+  const void* gamma = nullptr;  // h elements of the accumulator type; never null
+  void* pd_x = nullptr;
+  void* res_for_gamma = nullptr;
+  Dtype res_dtype = Dtype::float32;
+};
+
+struct BetaArgs {
+  Dtype dy_dtype = Dtype::float32;
+  Dtype res_dtype = Dtype::float32;
+  std::int64_t h = 0;
+  const void* dy = nullptr;
+  const void* res_for_gamma = nullptr;
+};
+
+struct ForwardArgs {
+  Dtype dtype = Dtype::float32;  // x, y
+  std::int64_t h = 0;
+  const void* x = nullptr;
+  const void* gamma = nullptr;  // h elements of the accumulator type; never null
+  const void* beta = nullptr;   // likewise
+  double epsilon = 0.0;
+  void* y = nullptr;
+  Dtype stat_dtype = Dtype::float32;
+  void* mean = nullptr;
+  void* variance = nullptr;
+  void* rstd = nullptr;  // may be null
+};
+
+struct KernelTable {
+  const char* target;
+  void (*grad_rows)(const GradArgs&, std::int64_t row_begin, std::int64_t row_end, void* acc_gamma,
+                    void* acc_beta);
+  void (*beta_rows)(const BetaArgs&, std::int64_t row_begin, std::int64_t row_end, void* acc_gamma,
+                    void* acc_beta);
+  void (*forward_rows)(const ForwardArgs&, std::int64_t row_begin, std::int64_t row_end);
+  // dst[i] += src[i], in float or double.
+  void (*add_f32)(float* dst, const float* src, std::int64_t n);
+  void (*add_f64)(double* dst, const double* src, std::int64_t n);
+  // Vector conversions between float and a 16-bit storage type (the ones the
+  // row kernels use), exposed so tests can check them on every target.
+  void (*to_f32)(Dtype src_dtype, const void* src, float* dst, std::int64_t n);
+  void (*from_f32)(Dtype dst_dtype, const float* src, void* dst, std::int64_t n);
+};
+
+template <typename A>
+using AddFn = void (*)(A*, const A*, std::int64_t);
+
+template <typename A>
+AddFn<A> add_fn(const KernelTable& k) {
+  if constexpr (sizeof(A) == sizeof(float)) {
+    return k.add_f32;
+  } else {
+    return k.add_f64;
+  }
+}
+
+// The table of the active target (see set_max_target).
+const KernelTable& active();
+
+// Caps dispatch at the named compiled target ("" lifts the cap); throws Error.
+void set_max_target(std::string_view name);
+
+// Name of every compiled target this CPU supports, best first.
+std::vector<std::string> supported_target_names();
+
+}  // namespace lngrad::kernels

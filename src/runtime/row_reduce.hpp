@@ -1,0 +1,40 @@
+// Runs row kernels over all rows on the thread pool. Column sums (pd_gamma,
+// pd_beta) are formed in an order fixed by (rows, h) alone, never by the
+// thread count: rows are summed in blocks of kBlockRows, blocks are combined
+// pairwise inside chunks of a power-of-two number of blocks, and the chunks
+// pairwise again. Rounding error grows with kBlockRows + log2(rows), and the
+// result is bit-identical for any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace lngrad::runtime {
+
+inline constexpr std::int64_t kBlockRows = 8;
+inline constexpr std::int64_t kMaxChunks = 32;
+
+// fn(row_begin, row_end, acc_gamma, acc_beta) adds the rows' contributions to
+// the accumulators (h elements each). add(dst, src, n) is dst += src.
+template <typename A>
+using RowsFn = std::function<void(std::int64_t, std::int64_t, A*, A*)>;
+template <typename A>
+using AddFn = void (*)(A*, const A*, std::int64_t);
+
+// On return sum_gamma and sum_beta (h elements each) hold the column sums.
+template <typename A>
+void reduce_rows(std::int64_t rows, std::int64_t h, int threads, const RowsFn<A>& fn, AddFn<A> add,
+                 A* sum_gamma, A* sum_beta);
+
+// fn(row_begin, row_end) over all rows, for kernels without column sums.
+void for_rows(std::int64_t rows, std::int64_t h, int threads,
+              const std::function<void(std::int64_t, std::int64_t)>& fn);
+
+// Bytes of workspace reduce_rows uses for this problem (for reports).
+std::int64_t reduce_workspace_bytes(std::int64_t rows, std::int64_t h, int threads, std::int64_t acc_size);
+
+// Threads worth using for rows*h elements: 1 below a size where waking the
+// pool costs more than it saves; never changes results.
+int effective_threads(int requested, std::int64_t rows, std::int64_t h);
+
+}  // namespace lngrad::runtime

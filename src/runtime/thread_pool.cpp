@@ -1,0 +1,137 @@
+#include "runtime/thread_pool.hpp"
+
+#include <sched.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lngrad::runtime {
+
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const unsigned hc = std::thread::hardware_concurrency();
+  return hc > 0 ? static_cast<int>(hc) : 1;
+}
+
+namespace {
+
+thread_local bool t_inside_task = false;
+
+class Pool {
+ public:
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  // Caller holds run_mutex_.
+  void run(std::int64_t tasks, int threads, const std::function<void(std::int64_t, int)>& task) {
+    grow(threads - 1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      task_ = &task;
+      tasks_ = tasks;
+      helpers_ = threads - 1;
+      next_.store(0, std::memory_order_relaxed);
+      pending_helpers_.store(threads - 1, std::memory_order_relaxed);
+      ++generation_;
+    }
+    wake_.notify_all();
+    work(0);
+    // Wait for the helpers: spin briefly (tasks end together), then block.
+    for (int spin = 0; spin < 4096 && pending_helpers_.load(std::memory_order_acquire) != 0; ++spin) {
+      std::this_thread::yield();
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_helpers_.load(std::memory_order_acquire) == 0; });
+    task_ = nullptr;
+  }
+
+  std::mutex run_mutex_;
+
+ private:
+  void grow(int helpers) {
+    while (static_cast<int>(workers_.size()) < helpers) {
+      const int id = static_cast<int>(workers_.size()) + 1;
+      std::uint64_t seen;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        seen = generation_;
+      }
+      workers_.emplace_back([this, id, seen] { loop(id, seen); });
+    }
+  }
+
+  void work(int worker) {
+    t_inside_task = true;
+    for (;;) {
+      const std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= tasks_) break;
+      (*task_)(i, worker);
+    }
+    t_inside_task = false;
+  }
+
+  void loop(int id, std::uint64_t seen) {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stopping_) return;
+        if (id > helpers_) continue;
+      }
+      work(id);
+      if (pending_helpers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_.notify_one();
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  std::uint64_t generation_ = 0;
+  bool stopping_ = false;
+  const std::function<void(std::int64_t, int)>* task_ = nullptr;
+  std::int64_t tasks_ = 0;
+  int helpers_ = 0;
+  std::atomic<std::int64_t> next_{0};
+  std::atomic<int> pending_helpers_{0};
+};
+
+Pool& pool() {
+  static Pool instance;
+  return instance;
+}
+
+void run_serial(std::int64_t tasks, const std::function<void(std::int64_t, int)>& task) {
+  for (std::int64_t i = 0; i < tasks; ++i) task(i, 0);
+}
+
+}  // namespace
+
+void parallel_for(std::int64_t tasks, int threads, const std::function<void(std::int64_t, int)>& task) {
+  if (threads > tasks) threads = static_cast<int>(tasks);
+  if (threads <= 1 || t_inside_task) return run_serial(tasks, task);
+  Pool& p = pool();
+  std::unique_lock<std::mutex> lock(p.run_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return run_serial(tasks, task);  // another caller has the pool
+  p.run(tasks, threads, task);
+}
+
+}  // namespace lngrad::runtime

@@ -1,0 +1,21 @@
+// A persistent pool of worker threads shared by all calls. Workers are
+// started once (grown on demand) and reused, so a call pays no thread
+// start-up. A call made from inside a pool task, or while another thread is
+// using the pool, runs serially on the calling thread instead of
+// oversubscribing the cores; results never depend on which thread runs a task.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace lngrad::runtime {
+
+// Cores available to this process (affinity mask), at least 1.
+int available_cores();
+
+// Runs task(index, worker) for every index in [0, tasks) on up to `threads`
+// threads, the caller included; worker is in [0, threads). Returns when all
+// tasks are done.
+void parallel_for(std::int64_t tasks, int threads, const std::function<void(std::int64_t, int)>& task);
+
+}  // namespace lngrad::runtime
