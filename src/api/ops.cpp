@@ -1,6 +1,8 @@
 // The public operators: validate every argument, then hand plain pointers to
 // the row kernels through the runtime. No formula lives here.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "api/validate.hpp"
@@ -8,6 +10,7 @@
 #include "kernels/kernels.hpp"
 #include "lngrad/lngrad.hpp"
 #include "runtime/row_reduce.hpp"
+#include "runtime/thread_pool.hpp"
 
 namespace lngrad {
 
@@ -102,9 +105,9 @@ class NormalizedAxes {
 // mean/variance/rstd: [A..] or [A.., 1..1].
 void check_statistic_shape(const Checker& c, const char* name, const Shape& given, const Shape& x, int ndim) {
   const Shape lead = api::leading(x, ndim);
-  std::vector<std::int64_t> with_ones = lead.dims();
-  with_ones.insert(with_ones.end(), static_cast<std::size_t>(ndim), 1);
-  const Shape keep = with_ones;
+  std::int64_t with_ones[kMaxRank] = {};
+  for (int i = 0; i < x.rank(); ++i) with_ones[i] = i < lead.rank() ? lead[i] : 1;
+  const Shape keep(with_ones, static_cast<std::size_t>(x.rank()));
   auto equal = [](const Shape& a, const Shape& b) {
     if (a.rank() != b.rank()) return false;
     for (int i = 0; i < a.rank(); ++i) {
@@ -123,13 +126,18 @@ std::vector<A>& scratch(int slot) {
   return buffers[slot];
 }
 
-// gamma (or beta) widened to the accumulator type; absent -> fill.
+// gamma (or beta) as h values of the accumulator type: the caller's own
+// buffer when it already is, else widened into scratch; absent -> fill.
 template <typename A>
 const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot) {
+  constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
+  if (p && p->dtype == kAccDtype) return static_cast<const A*>(p->data);
   std::vector<A>& buf = scratch<A>(slot);
   buf.resize(static_cast<std::size_t>(h));
   if (!p) {
     std::fill(buf.begin(), buf.end(), fill);
+  } else if constexpr (sizeof(A) == sizeof(float)) {
+    kernels::active().to_f32(p->dtype, p->data, buf.data(), h);
   } else {
     for (std::int64_t j = 0; j < h; ++j) buf[j] = static_cast<A>(load_scalar(p->data, p->dtype, j));
   }
@@ -139,7 +147,13 @@ const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A 
 template <typename A>
 void store_params(const A* src, const TensorView& dst, std::int64_t h) {
   if (dst.data == nullptr) return;
-  for (std::int64_t j = 0; j < h; ++j) store_scalar(dst.data, dst.dtype, j, src[j]);
+  if constexpr (sizeof(A) == sizeof(float)) {
+    kernels::active().from_f32(dst.dtype, src, dst.data, h);
+  } else if (dst.dtype == Dtype::float64) {
+    std::copy(src, src + h, static_cast<double*>(dst.data));
+  } else {
+    for (std::int64_t j = 0; j < h; ++j) store_scalar(dst.data, dst.dtype, j, src[j]);
+  }
 }
 
 struct ColumnSums {
@@ -152,6 +166,10 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
               int threads, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   args.gamma = widen_param<A>(gamma, h, A(1), 0);
+  // An output larger than the last-level cache cannot be read back from it:
+  // stream it past the caches (saves reading each destination line first).
+  args.stream_pd_x = args.pd_x != nullptr &&
+                     rows * h * static_cast<std::int64_t>(dtype_size(args.dtype)) > runtime::last_level_cache_bytes();
   const kernels::KernelTable& k = kernels::active();
   threads = runtime::effective_threads(threads, rows, h);
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
@@ -160,7 +178,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
   }
   std::vector<A>& out = scratch<A>(1);
   out.resize(static_cast<std::size_t>(2 * h));
-  runtime::RowsFn<A> fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
+  auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
   runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(k), out.data(), out.data() + h);
   store_params(out.data(), sums.pd_gamma, h);
   store_params(out.data() + h, sums.pd_beta, h);
@@ -337,7 +355,7 @@ void run_beta(const kernels::BetaArgs& args, std::int64_t rows, int threads, con
   const kernels::KernelTable& k = kernels::active();
   std::vector<A>& out = scratch<A>(1);
   out.resize(static_cast<std::size_t>(2 * args.h));
-  runtime::RowsFn<A> fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
+  auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
   runtime::reduce_rows<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, kernels::add_fn<A>(k),
                           out.data(), out.data() + args.h);
   store_params(out.data(), pd_gamma, args.h);

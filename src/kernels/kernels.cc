@@ -20,6 +20,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "common/scalar.hpp"
 #include "kernels/kernels.hpp"
@@ -28,6 +29,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/kernels.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 // F16C hardware conversions round correctly; Highway 1.0.3's emulation for the
@@ -86,16 +88,21 @@ HWY_INLINE hn::Vec<DF> LoadAs(DF df, const f16* p) {
 #endif
 }
 
+// Encode: a float (or double) vector in the storage representation; 16-bit
+// types become uint16_t lanes.
+template <typename T>
+using StorageLane = std::conditional_t<sizeof(T) == 2, uint16_t, T>;
+
 template <class DF>
-HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, float* p) {
-  hn::StoreU(v, df, p);
+HWY_INLINE hn::Vec<DF> Encode(DF /* df */, hn::Vec<DF> v, float* /* tag */) {
+  return v;
 }
 template <class DF>
-HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, double* p) {
-  hn::StoreU(v, df, p);
+HWY_INLINE hn::Vec<DF> Encode(DF /* df */, hn::Vec<DF> v, double* /* tag */) {
+  return v;
 }
 template <class DF>
-HWY_INLINE void StoreAs(DF /* df */, hn::Vec<DF> v, bf16* p) {
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF /* df */, hn::Vec<DF> v, bf16* /* tag */) {
   // Round to nearest-even (Highway 1.0.3's DemoteTo truncates); NaN stays NaN.
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
@@ -105,18 +112,19 @@ HWY_INLINE void StoreAs(DF /* df */, hn::Vec<DF> v, bf16* p) {
   const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
   const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
   const auto out = hn::IfThenElse(hn::RebindMask(du32, v != v), quiet, rounded);
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, reinterpret_cast<uint16_t*>(p));
+  return hn::DemoteTo(du16, hn::BitCast(di32, out));
 }
 template <class DF>
-HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, f16* p) {
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, f16* /* tag */) {
+  const hn::Rebind<uint16_t, DF> du16;
 #if LNGRAD_HW_F16
   const hn::Rebind<f16, DF> df16;
-  hn::StoreU(hn::DemoteTo(df16, v), df16, p);
+  (void)df;
+  return hn::BitCast(du16, hn::DemoteTo(df16, v));
 #else
   // Vector form of lngrad::float_to_float16 (round to nearest-even).
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
-  const hn::Rebind<uint16_t, DF> du16;
   const auto u = hn::BitCast(du32, v);
   const auto sign = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 0x8000u));
   const auto a = hn::And(u, hn::Set(du32, 0x7FFFFFFFu));
@@ -130,8 +138,21 @@ HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, f16* p) {
   const auto odd = hn::And(hn::ShiftRight<13>(a), hn::Set(du32, 1u));
   const auto normal = hn::ShiftRight<13>(hn::Add(hn::Add(a, hn::Set(du32, 0xC8000FFFu)), odd));
   const auto out = hn::Or(sign, hn::IfThenElse(is_big, big, hn::IfThenElse(is_small, small, normal)));
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, reinterpret_cast<uint16_t*>(p));
+  return hn::DemoteTo(du16, hn::BitCast(di32, out));
 #endif
+}
+
+template <class DF, typename T>
+HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, T* p) {
+  const auto e = Encode(df, v, p);
+  hn::StoreU(e, hn::DFromV<decltype(e)>(), reinterpret_cast<StorageLane<T>*>(p));
+}
+
+// Non-temporal store; p must be aligned to the encoded vector's size.
+template <class DF, typename T>
+HWY_INLINE void StreamAs(DF df, hn::Vec<DF> v, T* p) {
+  const auto e = Encode(df, v, p);
+  hn::Stream(e, hn::DFromV<decltype(e)>(), reinterpret_cast<StorageLane<T>*>(p));
 }
 
 // Tails (fewer than Lanes elements) go through a zeroed lane-sized buffer so
@@ -219,37 +240,65 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     // pd_x/res_for_gamma may be dy or x itself (in-place).
     T* pd_x = kPdX ? static_cast<T*>(args.pd_x) + static_cast<size_t>(r) * h : nullptr;
     TR* res = kRes ? static_cast<TR*>(args.res_for_gamma) + static_cast<size_t>(r) * h : nullptr;
-    auto body = [&](auto d, auto xv, auto gam, auto store, size_t k) HWY_ATTR {
-      const auto xm = hn::Sub(xv, vmean);
+    // Elements [j, j + n), n <= N; `full` uses whole-vector accesses and
+    // streams pd_x when asked (the caller aligned pd_x + j).
+    auto step = [&](size_t j0, size_t n, bool full, bool stream) HWY_ATTR {
+      const auto d = full ? LoadAs(df, dy + j0) : LoadTail(df, dy + j0, n);
+      const auto xm = hn::Sub(full ? LoadAs(df, x + j0) : LoadTail(df, x + j0, n), vmean);
       const auto res_v = hn::Mul(xm, vrstd);
       if constexpr (kPdX) {
+        const auto gam = full ? hn::LoadU(df, gamma + j0) : LoadTail(df, gamma + j0, n);
         const auto centred_g = hn::Sub(hn::Mul(d, gam), vmean_g);
-        store(hn::MulAdd(centred_g, vrstd, hn::Mul(va, hn::Sub(xm, vmean_xm))), pd_x + k);
+        const auto out = hn::MulAdd(centred_g, vrstd, hn::Mul(va, hn::Sub(xm, vmean_xm)));
+        if (!full) {
+          StoreTail(df, out, pd_x + j0, n);
+        } else if (stream) {
+          StreamAs(df, out, pd_x + j0);
+        } else {
+          StoreAs(df, out, pd_x + j0);
+        }
       }
-      if constexpr (kRes) store(res_v, res + k);
-      return res_v;
+      if constexpr (kRes) {
+        if (full) {
+          StoreAs(df, res_v, res + j0);
+        } else {
+          StoreTail(df, res_v, res + j0, n);
+        }
+      }
+      if constexpr (kAcc) {
+        if (full) {
+          hn::StoreU(hn::MulAdd(d, res_v, hn::LoadU(df, acc_gamma + j0)), df, acc_gamma + j0);
+          hn::StoreU(hn::Add(d, hn::LoadU(df, acc_beta + j0)), df, acc_beta + j0);
+        } else {
+          StoreTail(df, hn::MulAdd(d, res_v, LoadTail(df, acc_gamma + j0, n)), acc_gamma + j0, n);
+          StoreTail(df, hn::Add(d, LoadTail(df, acc_beta + j0, n)), acc_beta + j0, n);
+        }
+      }
     };
-    j = 0;
+    // Streaming needs pd_x + j aligned to a vector: peel a head to get there.
+    size_t head = 0;
+    const bool stream = kPdX && args.stream_pd_x;
+    if (stream) {
+      const size_t vector_bytes = N * sizeof(T);
+      const size_t misalign = reinterpret_cast<uintptr_t>(pd_x) % vector_bytes;
+      if (misalign % sizeof(T) == 0 && misalign != 0) head = HWY_MIN(h, (vector_bytes - misalign) / sizeof(T));
+    }
+    if (head != 0) step(0, head, false, false);
+    // While this row finishes from cache, pull the next one in from memory.
+    const bool prefetch_next = r + 1 < row_end;
+    const T* next_dy = dy + h;
+    const T* next_x = x + h;
+    j = head;
     for (; j + N <= h; j += N) {
-      const auto d = LoadAs(df, dy + j);
-      const auto res_v = body(d, LoadAs(df, x + j), hn::LoadU(df, gamma + j),
-                              [&](auto v, auto* p) HWY_ATTR { StoreAs(df, v, p); }, j);
-      if constexpr (kAcc) {
-        hn::StoreU(hn::MulAdd(d, res_v, hn::LoadU(df, acc_gamma + j)), df, acc_gamma + j);
-        hn::StoreU(hn::Add(d, hn::LoadU(df, acc_beta + j)), df, acc_beta + j);
+      if (prefetch_next) {
+        hwy::Prefetch(next_dy + j);
+        hwy::Prefetch(next_x + j);
       }
+      step(j, N, true, stream);
     }
-    if (j < h) {
-      const size_t n = h - j;
-      const auto d = LoadTail(df, dy + j, n);
-      const auto res_v = body(d, LoadTail(df, x + j, n), LoadTail(df, gamma + j, n),
-                              [&](auto v, auto* p) HWY_ATTR { StoreTail(df, v, p, n); }, j);
-      if constexpr (kAcc) {
-        StoreTail(df, hn::MulAdd(d, res_v, LoadTail(df, acc_gamma + j, n)), acc_gamma + j, n);
-        StoreTail(df, hn::Add(d, LoadTail(df, acc_beta + j, n)), acc_beta + j, n);
-      }
-    }
+    if (j < h) step(j, h - j, false, false);
   }
+  if (kPdX && args.stream_pd_x) hwy::FlushStream();  // order the streamed stores before returning
 }
 
 template <class DF, typename T, typename TR>

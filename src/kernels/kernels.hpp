@@ -28,6 +28,7 @@ struct GradArgs {
   void* pd_x = nullptr;
   void* res_for_gamma = nullptr;
   Dtype res_dtype = Dtype::float32;
+  bool stream_pd_x = false;  // non-temporal stores: pd_x will not be read from cache soon
 };
 
 struct BetaArgs {
