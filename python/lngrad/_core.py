@@ -13,6 +13,7 @@ The arrays behind the views stay referenced by this module's locals until the
 extension returns, so their memory outlives the call.
 """
 
+import numbers
 import operator
 
 from . import _lngrad
@@ -47,10 +48,9 @@ def _int(function, name, value, low):
 def _epsilon(function, epsilon):
     if epsilon is None:
         return None
-    try:
-        return float(epsilon)
-    except (TypeError, ValueError):
-        raise TypeError(f"{function}: epsilon: expected a float or None, given {type(epsilon).__name__}") from None
+    if not isinstance(epsilon, numbers.Real) or isinstance(epsilon, bool):
+        raise TypeError(f"{function}: epsilon: expected a float or None, given {type(epsilon).__name__}")
+    return float(epsilon)
 
 
 def _mask(function, output_mask):
