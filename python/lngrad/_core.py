@@ -73,7 +73,7 @@ def _outs(backend, function, out, names):
     if len(out) != len(names):
         fail(function, "out", f"{len(names)} entries ({', '.join(names)})", f"{len(out)}")
     return [None if o is None else backend.output(function, f"out[{i}] ({names[i]})", o)
-            for i, (o, name) in enumerate(zip(out, names))]
+            for i, o in enumerate(out)]
 
 
 def _view(backend, array):

@@ -20,13 +20,15 @@ class NumpyBackend:
     def input(self, function, name, obj):
         """An array the library can read in place: array-likes are converted,
         and a non-C-contiguous, unaligned or byte-swapped array is copied."""
+        if isinstance(obj, np.ma.MaskedArray):  # converting would silently drop the mask
+            raise TypeError(f"{function}: {name}: expected an unmasked array, given a numpy.ma.MaskedArray")
         a = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
         self.dtype_name(function, name, a.dtype)
         return np.require(a, a.dtype.newbyteorder("="), ("C_CONTIGUOUS", "ALIGNED"))
 
     def output(self, function, name, obj):
         """An out= array is written in place, so it is never copied: refuse what cannot be."""
-        if not isinstance(obj, np.ndarray):
+        if not isinstance(obj, np.ndarray) or isinstance(obj, np.ma.MaskedArray):
             raise TypeError(f"{function}: {name}: expected a numpy.ndarray, given {type(obj).__name__}")
         self.dtype_name(function, name, obj.dtype)
         flaws = [flaw for ok, flaw in ((obj.flags.c_contiguous, "not C-contiguous"),

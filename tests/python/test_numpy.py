@@ -386,6 +386,8 @@ def test_wrong_kinds_of_argument_are_type_errors():
             lngrad.layer_norm_grad, dy, x, var, mean, None, "1e-5")
     _raises(TypeError, "layer_norm_grad: num_threads: expected an int, given float",
             lngrad.layer_norm_grad, dy, x, var, mean, num_threads=1.5)
+    _raises(TypeError, "layer_norm_grad: x: expected an unmasked array, given a numpy.ma.MaskedArray",
+            lngrad.layer_norm_grad, dy, np.ma.masked_less(x, 0), var, mean)
     _raises(TypeError, "layer_norm: x: expected dtype float64, float32 or float16, given <U1",
             lngrad.layer_norm, ["a"])
 
