@@ -95,6 +95,18 @@ Outputs: DIR/y.npy (x's dtype and shape); DIR/mean.npy, DIR/variance.npy,
   DIR/rstd.npy of shape [A..], float32 for float16/bfloat16 x, else x's dtype.
 )";
 
+// An operand of the library: like load_tensor, and non-empty, so that output
+// sizes derived from it are bounded by the input files' sizes.
+InputTensor load_operand(const Args& a, const char* option, bool bf16) {
+  const std::string path = a.required(option);
+  InputTensor t = load_tensor(path, bf16);
+  if (t.array.count() == 0) {
+    throw UsageError(path + ": empty array (shape " + shape_str(t.array.shape) +
+                     "); lngrad needs every extent >= 1");
+  }
+  return t;
+}
+
 bool print_help(const Args& a, const char* text) {
   if (!a.help()) return false;
   std::printf("%s\n%s\n%s", text, kNpyHelp, kExitStatusHelp);
@@ -147,11 +159,11 @@ GradInputs read_grad_inputs(const Args& a) {
   }
   in.normalized_ndim = a.integer("normalized-ndim", 1, kMaxRank).value_or(0);
   in.threads = a.integer("threads", 0, kMaxThreads).value_or(0);
-  in.dy = load_tensor(a.required("dy"), bf16);
-  in.x = load_tensor(a.required("x"), bf16);
-  in.variance = load_tensor(a.required("variance"), bf16);
-  in.mean = load_tensor(a.required("mean"), bf16);
-  if (a.get("gamma")) in.gamma = load_tensor(a.required("gamma"), bf16);
+  in.dy = load_operand(a, "dy", bf16);
+  in.x = load_operand(a, "x", bf16);
+  in.variance = load_operand(a, "variance", bf16);
+  in.mean = load_operand(a, "mean", bf16);
+  if (a.get("gamma")) in.gamma = load_operand(a, "gamma", bf16);
   return in;
 }
 
@@ -261,8 +273,8 @@ int cmd_grad_beta(const Argv& args) {
   const int ndim = a.integer("gamma-ndim", 1, kMaxRank).value_or(1);
   GradBetaOptions opt;
   opt.num_threads = a.integer("threads", 0, kMaxThreads).value_or(0);
-  const InputTensor dy = load_tensor(a.required("dy"), bf16);
-  const InputTensor res = load_tensor(a.required("res-for-gamma"), bf16);
+  const InputTensor dy = load_operand(a, "dy", bf16);
+  const InputTensor res = load_operand(a, "res-for-gamma", bf16);
   if (ndim > static_cast<int>(dy.array.shape.size())) {
     a.fail("--gamma-ndim " + std::to_string(ndim) + " exceeds the rank of dy, shape " + shape_str(dy.array.shape));
   }
@@ -287,10 +299,10 @@ int cmd_forward(const Argv& args) {
   opt.epsilon = a.number("epsilon");
   opt.num_threads = a.integer("threads", 0, kMaxThreads).value_or(0);
   opt.normalized_ndim = a.integer("normalized-ndim", 1, kMaxRank).value_or(0);
-  const InputTensor x = load_tensor(a.required("x"), bf16);
+  const InputTensor x = load_operand(a, "x", bf16);
   std::optional<InputTensor> gamma, beta;
-  if (a.get("gamma")) gamma = load_tensor(a.required("gamma"), bf16);
-  if (a.get("beta")) beta = load_tensor(a.required("beta"), bf16);
+  if (a.get("gamma")) gamma = load_operand(a, "gamma", bf16);
+  if (a.get("beta")) beta = load_operand(a, "beta", bf16);
 
   // The statistics' shape is x's leading axes, so the normalized rank is
   // needed first; the library checks it against gamma and beta.

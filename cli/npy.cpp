@@ -118,15 +118,16 @@ class HeaderParser {
   }
 
   std::int64_t integer() {
-    constexpr std::int64_t kMax = std::int64_t{1} << 62;  // far beyond any real extent; no overflow below
+    constexpr std::int64_t kMax = std::int64_t{1} << 62;  // far beyond any real extent
     if (i_ >= s_.size() || s_[i_] < '0' || s_[i_] > '9') problem("a non-negative integer extent in 'shape'");
     if (s_[i_] == '0' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9') {
       problem("an integer without leading zeros");
     }
     std::int64_t v = 0;
     while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
-      v = v * 10 + (s_[i_++] - '0');
-      if (v > kMax) fail(name_, "shape extent too large (over 2^62)");
+      const int digit = s_[i_++] - '0';
+      if (v > (kMax - digit) / 10) fail(name_, "shape extent too large (over 2^62)");
+      v = v * 10 + digit;
     }
     return v;
   }
@@ -242,6 +243,7 @@ const char* npy_type_name(NpyType type) {
 }
 
 std::int64_t NpyArray::count() const {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;  // before any product can overflow
   std::int64_t n = 1;
   for (std::int64_t d : shape) n *= d;
   return n;
