@@ -23,7 +23,7 @@ void Refuser::tensor(const char* name, const Buffer& b, std::uint64_t expected, 
   const std::uint64_t hi = allowed_max > expected ? allowed_max : expected;
   if (b.count < expected || b.count > hi) {
     std::string want = std::to_string(expected) + " elements";
-    if (hi > expected) want += " (up to " + std::to_string(hi) + ")";
+    if (hi > expected) want += ", up to " + std::to_string(hi);
     fail(name, want + " (" + why + ")", std::to_string(b.count));
   }
 }

@@ -148,8 +148,9 @@ void GetLayerNormGradBetaNDTilingInfo(const ge::Shape srcShape, std::uint32_t st
   const std::uint64_t floats = stackBufferSize / sizeof(float);
   const auto h = static_cast<std::uint32_t>(d.h);
   if (floats < 2 * d.h) {
-    r.fail("stackBufferSize", "at least " + std::to_string(2 * d.h * sizeof(float)) + " bytes (2 float rows of storageH " +
-                                  std::to_string(d.h) + ")",
+    r.fail("stackBufferSize",
+           "at least " + std::to_string(2 * d.h * sizeof(float)) + " bytes (2 float rows of storageH " +
+               std::to_string(d.h) + ")",
            std::to_string(stackBufferSize));
   }
   std::uint64_t one = floats;

@@ -44,7 +44,8 @@ std::vector<Dims> shapes() {
   if (sizeof(T) == 4) {
     return {{1, 1, 8, 8}, {2, 3, 8, 5}, {3, 7, 16, 16}, {2, 9, 24, 17}, {1, 33, 8, 8}, {4, 5, 40, 33}, {2, 20, 64, 50}};
   }
-  return {{1, 1, 16, 16}, {2, 3, 16, 5}, {3, 7, 32, 32}, {2, 9, 32, 17}, {1, 40, 16, 16}, {2, 5, 48, 40}, {2, 20, 64, 50}};
+  return {{1, 1, 16, 16},  {2, 3, 16, 5},  {3, 7, 32, 32},  {2, 9, 32, 17},
+          {1, 40, 16, 16}, {2, 5, 48, 40}, {2, 20, 64, 50}};
 }
 
 template <typename T>
@@ -321,8 +322,11 @@ void beta_sweep(int& multi_pass_with_tail) {
           EXPECT_EQ(bits(pd_beta.data()[j]), 0u) << j;
           continue;
         }
-        const double round_g = sizeof(T) == 2 ? std::ldexp(std::fabs(ref_gamma[j]) + g * abs_gamma[j], -11) + 0x1p-25 : 0;
-        const double round_b = sizeof(T) == 2 ? std::ldexp(std::fabs(ref_beta[j]) + g * abs_beta[j], -11) + 0x1p-25 : 0;
+        auto half_rounding = [&](double exact, double sum_abs) {
+          return sizeof(T) == 2 ? std::ldexp(std::fabs(exact) + g * sum_abs, -11) + 0x1p-25 : 0.0;
+        };
+        const double round_g = half_rounding(ref_gamma[j], abs_gamma[j]);
+        const double round_b = half_rounding(ref_beta[j], abs_beta[j]);
         // Against the exact (float64) sums: our float32 sums, then rounding.
         EXPECT_NEAR(got_g, ref_gamma[j], g * abs_gamma[j] + round_g) << "pd_gamma[" << j << "] vs reference";
         EXPECT_NEAR(got_b, ref_beta[j], g * abs_beta[j] + round_b) << "pd_beta[" << j << "] vs reference";

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -133,7 +134,8 @@ TEST(AscendCRefusals, RowStatisticsSizes) {
   c.variance = Guarded<half>(std::vector<half>(16, half(1.0f)));
   EXPECT_NO_THROW(c.run());
   c.mean = Guarded<half>(std::vector<half>(17, half(1.0f)));
-  expect_error([&] { c.run(); }, "inputMean: expected 3 elements (up to 16) (B*S from the tiling's {1, 3, 16, 16}), given 17");
+  expect_error([&] { c.run(); },
+               "inputMean: expected 3 elements, up to 16 (B*S from the tiling's {1, 3, 16, 16}), given 17");
   c.mean = Guarded<half>(std::vector<half>(2, half(1.0f)));
   expect_error([&] { c.run(); }, "given 2");
 }
@@ -192,7 +194,6 @@ TEST(AscendCRefusals, OverlappingBuffers) {
                                       c.variance.tensor(), c.mean.tensor(), c.gamma.tensor(), tmp, 1e-5f, c.tiling);
       },
       "resForGamma: expected memory disjoint from outputPdX");
-  LocalTensor<std::uint8_t> over_x(reinterpret_cast<std::uint8_t*>(c.x.data()), c.min_tmp);
   std::vector<float> roomy(c.min_tmp, 1.5f);  // scratch over inputX's memory
   LocalTensor<float> x_in_roomy(roomy.data(), 64);
   LocalTensor<std::uint8_t> scratch_over_x(reinterpret_cast<std::uint8_t*>(roomy.data()), c.min_tmp);
@@ -283,7 +284,9 @@ TEST(AscendCRefusals, BetaOverlaps) {
   LocalTensor<std::uint8_t> tmp = c.tmp.tensor();
   LocalTensor<float> in_dy(c.dy.data(), 8);
   expect_error(
-      [&] { AscendC::LayerNormGradBeta<float>(in_dy, c.pd_beta.tensor(), c.res.tensor(), c.dy.tensor(), tmp, c.tiling); },
+      [&] {
+        AscendC::LayerNormGradBeta<float>(in_dy, c.pd_beta.tensor(), c.res.tensor(), c.dy.tensor(), tmp, c.tiling);
+      },
       "outputPdGamma: expected memory disjoint from inputDy, given a buffer overlapping inputDy");
   expect_error(
       [&] {
