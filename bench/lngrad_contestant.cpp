@@ -27,10 +27,10 @@ class Lngrad final : public Contestant {
   void run() override {
     const Problem& p = *problem_;
     const lngrad::Shape data{p.rows, p.h}, stat{p.rows}, param{p.h};
-    lngrad::layer_norm_grad({p.dy, p.dtype, data}, {p.x, p.dtype, data},
-                            {p.variance, lngrad::Dtype::float32, stat}, {p.mean, lngrad::Dtype::float32, stat},
-                            lngrad::ConstTensorView{p.gamma, lngrad::Dtype::float32, param},
-                            {p.pd_x, p.dtype, data}, {pd_gamma_.data(), lngrad::Dtype::float32, param},
+    lngrad::layer_norm_grad({p.dy, p.dtype, data}, {p.x, p.dtype, data}, {p.variance, lngrad::Dtype::float32, stat},
+                            {p.mean, lngrad::Dtype::float32, stat},
+                            lngrad::ConstTensorView{p.gamma, lngrad::Dtype::float32, param}, {p.pd_x, p.dtype, data},
+                            {pd_gamma_.data(), lngrad::Dtype::float32, param},
                             {pd_beta_.data(), lngrad::Dtype::float32, param}, options_);
   }
 

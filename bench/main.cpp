@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <dnnl.hpp>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -24,8 +25,6 @@
 #include <tuple>
 #include <utility>
 #include <vector>
-
-#include <dnnl.hpp>
 
 #include "bench.hpp"
 #include "lngrad/half.hpp"
@@ -284,7 +283,8 @@ void time_rounds(std::vector<Entry>& entries, int reps, bool verbose) {
       Entry& e = entries[(i + static_cast<std::size_t>(r)) % k];
       settle();
       e.samples.push_back(time_calls(e.call, e.inner) / e.inner);
-      if (verbose) std::fprintf(stderr, "  %-16s %8.3f us (mean of %d calls)\n", e.name.c_str(), e.samples.back() * 1e6, e.inner);
+      if (verbose)
+        std::fprintf(stderr, "  %-16s %8.3f us (mean of %d calls)\n", e.name.c_str(), e.samples.back() * 1e6, e.inner);
     }
   }
 }
@@ -375,10 +375,16 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   enter(cs.naive.get(), row.naive, "left out (--no-naive)");
 
   TriadArrays t(p.elements() * p.element_bytes());
-  entries.emplace_back("triad-cached", [&] { pool.run(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, t.n, TriadStores::cached); });
-  entries.emplace_back("triad-streaming", [&] { pool.run(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, t.n, TriadStores::streaming); });
+  entries.emplace_back("triad-cached", [&] {
+    pool.run(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, t.n, TriadStores::cached);
+  });
+  entries.emplace_back("triad-streaming", [&] {
+    pool.run(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, t.n, TriadStores::streaming);
+  });
   if (pool.threads() > 1) {  // on small shapes one thread can beat the split
-    entries.emplace_back("triad-1-thread", [&] { triad_range(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, 0, t.n, TriadStores::cached); });
+    entries.emplace_back("triad-1-thread", [&] {
+      triad_range(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, 0, t.n, TriadStores::cached);
+    });
   }
 
   const LoadMeter load;
@@ -415,7 +421,8 @@ SmallShape measure_small(const Options& o, Contestant& lngrad_c) {
   std::vector<Entry> entries;
   entries.emplace_back("lngrad", [&] { lngrad_c.run(); });
   for (TriadStores st : {TriadStores::cached, TriadStores::streaming}) {
-    entries.emplace_back("once", [&t, st] { triad_range(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, 0, t.n, st); });
+    entries.emplace_back(
+        "once", [&t, st] { triad_range(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, 0, t.n, st); });
   }
   for (Entry& e : entries) calibrate(e, 0.01, o.quick ? 0.0005 : 0.002);
   time_rounds(entries, std::max(o.reps, 5), o.verbose);
@@ -443,6 +450,21 @@ int run(const Options& o) {
 #else
   info.torch_version = "(not built: libtorch not found)";
 #endif
+  // dy, x, pd_x and the triad's three arrays, plus PyTorch's outputs (two
+  // generations alive while a call replaces the last result): 8 tensors.
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  for (const ShapeArg& s : o.shapes) {
+    const double need = 8.0 * static_cast<double>(s.rows) * static_cast<double>(s.h) * 4.0;
+    if (memory > 0 && need > 0.8 * memory) {
+      throw std::invalid_argument("shape " + s.str() + ": expected one that fits in memory (needs about " +
+                                  std::to_string(static_cast<long long>(need / 1073741824.0 + 0.5)) +
+                                  " GiB, the machine has " +
+                                  std::to_string(static_cast<long long>(memory / 1073741824.0)) + " GiB)");
+    }
+  }
+  if (!o.csv.empty() && !std::ofstream(o.csv)) {  // fail before the run, not after it
+    throw std::invalid_argument("--csv: cannot open '" + o.csv + "' for writing");
+  }
   print_header(stdout, info);
   std::fflush(stdout);
 

@@ -22,14 +22,22 @@ std::int64_t parse_int(std::string_view option, std::string_view text, std::int6
   return v;
 }
 
+bool parse_extent(std::string_view text, std::int64_t& v) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && end == text.data() + text.size() && v >= 1 && v < (std::int64_t{1} << 31);
+}
+
 ShapeArg parse_shape(std::string_view option, std::string_view text) {
+  constexpr const char* kWhat = "a shape ROWSxH of positive integers such as 4096x768";
   const auto x = text.find('x');
-  if (x == std::string_view::npos) bad(option, "a shape ROWSxH such as 4096x768", text);
-  // Each extent below 2^31 and the product below 2^40 elements: far beyond
-  // any memory this runs on, and small enough to never overflow byte counts.
-  ShapeArg s{parse_int(option, text.substr(0, x), 1, (std::int64_t{1} << 31) - 1),
-             parse_int(option, text.substr(x + 1), 1, (std::int64_t{1} << 31) - 1)};
-  if (s.rows > (std::int64_t{1} << 40) / s.h) bad(option, "at most 2^40 elements", text);
+  ShapeArg s;
+  if (x == std::string_view::npos || !parse_extent(text.substr(0, x), s.rows) ||
+      !parse_extent(text.substr(x + 1), s.h)) {
+    bad(option, kWhat, text);
+  }
+  // At most 2^40 elements: far beyond any memory this runs on, and small
+  // enough that byte counts never overflow.
+  if (s.rows > (std::int64_t{1} << 40) / s.h) bad(option, "a shape of at most 2^40 elements", text);
   return s;
 }
 

@@ -82,21 +82,21 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       worst = std::max(worst, m.error);
       if (m.wrong) wrong += std::string(wrong.empty() ? "" : ",") + n;
     }
-    std::fprintf(out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %9s\n", r.shape.c_str(),
-                 lngrad::dtype_name(r.dtype), l.ran ? fmt("%.3f", l.median_s * 1e3).c_str() : "n/a",
-                 l.ran ? fmt("%.1f", gbs(r.bytes, l.median_s)).c_str() : "n/a", gbs(r.bytes, r.triad_s),
-                 l.ran ? fmt("%.2f", r.triad_s / l.median_s).c_str() : "n/a", speedup_cell(r.onednn, l).c_str(),
-                 speedup_cell(r.torch, l).c_str(),
-                 r.naive.ran ? fmt("%.2f", r.naive.median_s * 1e3).c_str() : "n/a",
-                 l.ran ? fmt("%.0f", static_cast<double>(r.rows * r.h) / l.median_s / info.threads * 1e-6).c_str()
-                       : "n/a",
-                 wrong.empty() ? fmt("%.1e", worst).c_str() : ("WRONG:" + wrong).c_str());
+    std::fprintf(
+        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %9s\n", r.shape.c_str(), lngrad::dtype_name(r.dtype),
+        l.ran ? fmt("%.3f", l.median_s * 1e3).c_str() : "n/a",
+        l.ran ? fmt("%.1f", gbs(r.bytes, l.median_s)).c_str() : "n/a", gbs(r.bytes, r.triad_s),
+        l.ran ? fmt("%.2f", r.triad_s / l.median_s).c_str() : "n/a", speedup_cell(r.onednn, l).c_str(),
+        speedup_cell(r.torch, l).c_str(), r.naive.ran ? fmt("%.2f", r.naive.median_s * 1e3).c_str() : "n/a",
+        l.ran ? fmt("%.0f", static_cast<double>(r.rows * r.h) / l.median_s / info.threads * 1e-6).c_str() : "n/a",
+        wrong.empty() ? fmt("%.1e", worst).c_str() : ("WRONG:" + wrong).c_str());
   }
-  std::fprintf(out,
-               "\ntriad: GB/s of a[i] = b[i] + s*c[i] over the same bytes. /triad: lngrad's share of it.\n"
-               "vs X: X's time / lngrad's time. agree: worst max|pd_x - ref| / max|ref| over sampled rows, against\n"
-               "the float64 reference (tolerance %.0e float32, %.0e 16-bit). Melem/s/core: rows*H per second per thread.\n",
-               info.tolerance_f32, info.tolerance_16);
+  std::fprintf(
+      out,
+      "\ntriad: GB/s of a[i] = b[i] + s*c[i] over the same bytes. /triad: lngrad's share of it.\n"
+      "vs X: X's time / lngrad's time. agree: worst max|pd_x - ref| / max|ref| over sampled rows, against\n"
+      "the float64 reference (tolerance %.0e float32, %.0e 16-bit). Melem/s/core: rows*H per second per thread.\n",
+      info.tolerance_f32, info.tolerance_16);
   for (const auto& [who, why] : reasons) {
     for (const auto& w : why) std::fprintf(out, "n/a %s: %s\n", who.c_str(), w.c_str());
   }
@@ -125,10 +125,12 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
   }
 
   if (info.other_load >= 0) {
-    std::fprintf(out, "\nMachine load: other processes used %.2f cores on average during the run (hypervisor steal %.2f).\n",
+    std::fprintf(out,
+                 "\nMachine load: other processes used %.2f cores on average during the run (hypervisor steal %.2f).\n",
                  info.other_load, info.steal);
     if (info.other_load > 0.1 * info.threads) {
-      std::fprintf(out, "  Timings are unreliable under that load: rerun on a quiet machine before drawing conclusions.\n");
+      std::fprintf(out,
+                   "  Timings are unreliable under that load: rerun on a quiet machine before drawing conclusions.\n");
     }
   }
   std::fprintf(out, "\nTargets (issue 4):\n");
@@ -160,8 +162,10 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
     if (!geo.count(d)) continue;
     const auto [g_o, g_t] = geo[d];
     const std::string name = lngrad::dtype_name(d);
-    if (g_o > 0) verdict(g_o >= kGeomeanOneDnn, name + fmt(" geomean vs oneDNN >= %.1fx: ", kGeomeanOneDnn) + fmt("%.2fx", g_o));
-    if (g_t > 0) verdict(g_t >= kGeomeanTorch, name + fmt(" geomean vs torch >= %.1fx: ", kGeomeanTorch) + fmt("%.2fx", g_t));
+    if (g_o > 0)
+      verdict(g_o >= kGeomeanOneDnn, name + fmt(" geomean vs oneDNN >= %.1fx: ", kGeomeanOneDnn) + fmt("%.2fx", g_o));
+    if (g_t > 0)
+      verdict(g_t >= kGeomeanTorch, name + fmt(" geomean vs torch >= %.1fx: ", kGeomeanTorch) + fmt("%.2fx", g_t));
   }
   // 3. Never slower than a peer.
   {
@@ -178,7 +182,9 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
         }
       }
     }
-    if (compared) verdict(slower.empty(), "no shape and dtype slower than a peer" + (slower.empty() ? std::string() : ": " + slower));
+    if (compared)
+      verdict(slower.empty(),
+              "no shape and dtype slower than a peer" + (slower.empty() ? std::string() : ": " + slower));
   }
   // 4. Per-call overhead on a small shape.
   if (small.ran) {
@@ -187,8 +193,8 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
                                       fmt(" vs reading+writing its bytes once in cache %.2f us", small.once_s * 1e6) +
                                       fmt(": %.2fx", ratio) + fmt(" (<= %.0fx)", kSmallRatio));
     if (small.dram_s > 0) {
-      std::fprintf(out, "         (the same bytes at the memory triad's rate take %.2f us: %.2fx)\n", small.dram_s * 1e6,
-                   small.lngrad_s / small.dram_s);
+      std::fprintf(out, "         (the same bytes at the memory triad's rate take %.2f us: %.2fx)\n",
+                   small.dram_s * 1e6, small.lngrad_s / small.dram_s);
     }
   }
 
@@ -196,7 +202,8 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
   for (const Row& r : rows) {
     for (const char* n : kNames) {
       const Measurement& m = by_name(r, n);
-      if (m.ran && m.wrong) wrong += "\n  " + std::string(n) + " " + r.shape + " " + lngrad::dtype_name(r.dtype) + fmt(": %.2e", m.error);
+      if (m.ran && m.wrong)
+        wrong += "\n  " + std::string(n) + " " + r.shape + " " + lngrad::dtype_name(r.dtype) + fmt(": %.2e", m.error);
     }
   }
   if (wrong.empty()) {
@@ -240,7 +247,8 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
     f << ',' << csv_num(r.triad_s / r.lngrad.median_s, r.lngrad.ran) << ',' << csv_num(s_o, s_o > 0) << ','
       << csv_num(s_t, s_t > 0) << ','
       << csv_num(static_cast<double>(r.rows * r.h) / r.lngrad.median_s / info.threads * 1e-6, r.lngrad.ran) << ','
-      << csv_num(r.other_load, r.other_load >= 0) << ',' << csv_quote(r.onednn.detail) << ',' << csv_quote(notes) << '\n';
+      << csv_num(r.other_load, r.other_load >= 0) << ',' << csv_quote(r.onednn.detail) << ',' << csv_quote(notes)
+      << '\n';
   }
   if (!f) throw std::runtime_error("--csv: writing '" + path + "' failed");
 }

@@ -24,7 +24,7 @@ struct Row {
   std::string shape;
   std::int64_t rows = 0, h = 0;
   lngrad::Dtype dtype = lngrad::Dtype::float32;
-  double bytes = 0.0;  // read dy + read x + write pd_x
+  double bytes = 0.0;       // read dy + read x + write pd_x
   bool beyond_llc = false;  // bytes > 3x the last-level cache
   Measurement lngrad, onednn, torch, naive;
   double triad_s = 0.0;

@@ -18,7 +18,7 @@ void triad_scalar(float* a, const float* b, const float* c, float s, std::size_t
 // Explicit intrinsics rather than compiler flags: the roofline must not depend
 // on how the rest of the bench was compiled.
 __attribute__((target("avx512f"))) void triad_avx512(float* a, const float* b, const float* c, float s,
-                                                      std::size_t begin, std::size_t end, bool streaming) {
+                                                     std::size_t begin, std::size_t end, bool streaming) {
   const __m512 vs = _mm512_set1_ps(s);
   std::size_t i = begin;
   if (streaming) {  // streaming stores need 64-byte aligned addresses
@@ -36,7 +36,7 @@ __attribute__((target("avx512f"))) void triad_avx512(float* a, const float* b, c
 }
 
 __attribute__((target("avx2,fma"))) void triad_avx2(float* a, const float* b, const float* c, float s,
-                                                     std::size_t begin, std::size_t end, bool streaming) {
+                                                    std::size_t begin, std::size_t end, bool streaming) {
   const __m256 vs = _mm256_set1_ps(s);
   std::size_t i = begin;
   if (streaming) {
@@ -53,8 +53,7 @@ __attribute__((target("avx2,fma"))) void triad_avx2(float* a, const float* b, co
   triad_scalar(a, b, c, s, i, end);
 }
 
-void triad_sse2(float* a, const float* b, const float* c, float s, std::size_t begin, std::size_t end,
-                bool streaming) {
+void triad_sse2(float* a, const float* b, const float* c, float s, std::size_t begin, std::size_t end, bool streaming) {
   const __m128 vs = _mm_set1_ps(s);
   std::size_t i = begin;
   if (streaming) {
@@ -152,7 +151,8 @@ void TriadPool::run(float* a, const float* b, const float* c, float s, std::size
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   share(0);
-  for (int left = pending_.load(std::memory_order_acquire); left != 0; left = pending_.load(std::memory_order_acquire)) {
+  for (int left = pending_.load(std::memory_order_acquire); left != 0;
+       left = pending_.load(std::memory_order_acquire)) {
     pending_.wait(left, std::memory_order_acquire);
   }
 }
