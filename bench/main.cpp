@@ -398,10 +398,15 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
 
   for (const Entry& e : entries) {
     const double m = median(e.samples);
-    if (e.name == "lngrad") row.lngrad.median_s = m;
-    if (e.name == "oneDNN") row.onednn.median_s = m;
-    if (e.name == "torch") row.torch.median_s = m;
-    if (e.name == "naive") row.naive.median_s = m;
+    Measurement* who = e.name == "lngrad"   ? &row.lngrad
+                       : e.name == "oneDNN" ? &row.onednn
+                       : e.name == "torch"  ? &row.torch
+                       : e.name == "naive"  ? &row.naive
+                                            : nullptr;
+    if (who) {
+      who->median_s = m;
+      who->min_s = *std::min_element(e.samples.begin(), e.samples.end());
+    }
     if (e.name.rfind("triad-", 0) == 0 && (row.triad_s == 0.0 || m < row.triad_s)) {
       row.triad_s = m;
       row.triad_stores = e.name.substr(6);

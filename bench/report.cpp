@@ -229,7 +229,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
       << (small.dram_s > 0 ? fmt("%.3f", small.dram_s * 1e6) : std::string("n/a")) << "\n";
   }
   f << "shape,rows,h,dtype,bytes,beyond_llc_x3,triad_ms,triad_gbs,triad_stores";
-  for (const char* n : kNames) f << ',' << n << "_ms," << n << "_gbs," << n << "_error";
+  for (const char* n : kNames) f << ',' << n << "_ms," << n << "_min_ms," << n << "_gbs," << n << "_error";
   f << ",lngrad_of_triad,speedup_onednn,speedup_torch,lngrad_melem_s_core,other_load_cores,onednn_impl,notes\n";
   for (const Row& r : rows) {
     f << r.shape << ',' << r.rows << ',' << r.h << ',' << lngrad::dtype_name(r.dtype) << ',' << fmt("%.0f", r.bytes)
@@ -238,8 +238,8 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
     std::string notes;
     for (const char* n : kNames) {
       const Measurement& m = by_name(r, n);
-      f << ',' << csv_num(m.median_s * 1e3, m.ran) << ',' << csv_num(gbs(r.bytes, m.median_s), m.ran) << ','
-        << csv_num(m.error, m.ran);
+      f << ',' << csv_num(m.median_s * 1e3, m.ran) << ',' << csv_num(m.min_s * 1e3, m.ran) << ','
+        << csv_num(gbs(r.bytes, m.median_s), m.ran) << ',' << csv_num(m.error, m.ran);
       if (!m.ran && !m.na.empty()) notes += (notes.empty() ? "" : "; ") + std::string(n) + ": " + m.na;
       if (m.wrong) notes += (notes.empty() ? "" : "; ") + std::string(n) + ": WRONG";
     }

@@ -15,6 +15,7 @@ struct Measurement {
   bool ran = false;
   std::string na;         // why it did not run
   double median_s = 0.0;  // per call
+  double min_s = 0.0;     // the fastest sample: a hint of the noise, in the CSV only
   double error = 0.0;     // pd_x: max |got - ref| / max |ref| over the sampled rows
   bool wrong = false;     // error above the dtype's tolerance
   std::string detail;     // implementation chosen, when named
