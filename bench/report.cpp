@@ -94,9 +94,10 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
   std::fprintf(
       out,
       "\ntriad: GB/s of a[i] = b[i] + s*c[i] over the same bytes. /triad: lngrad's share of it.\n"
-      "vs X: X's time / lngrad's time. agree: worst max|pd_x - ref| / max|ref| over sampled rows, against\n"
-      "the float64 reference (tolerance %.0e float32, %.0e 16-bit). Melem/s/core: rows*H per second per thread.\n",
-      info.tolerance_f32, info.tolerance_16);
+      "vs X: X's time / lngrad's time. Melem/s/core: rows*H per second per thread.\n"
+      "agree: worst max|pd_x - ref| over 8 sampled rows against the float64 reference, relative to the largest\n"
+      "|pd_x| or |dy*gamma*rstd| there (tolerance %.0e float32, %.0e float16, %.0e bfloat16).\n",
+      info.tolerance_f32, info.tolerance_f16, info.tolerance_bf16);
   for (const auto& [who, why] : reasons) {
     for (const auto& w : why) std::fprintf(out, "n/a %s: %s\n", who.c_str(), w.c_str());
   }

@@ -37,7 +37,7 @@ struct RunInfo {
   std::string cpu, target, triad_isa, onednn_version, torch_version;
   int threads = 1, reps = 0;
   double llc_bytes = 0.0;  // 0 when unknown
-  double tolerance_f32 = 0.0, tolerance_16 = 0.0;
+  double tolerance_f32 = 0.0, tolerance_f16 = 0.0, tolerance_bf16 = 0.0;
   double other_load = -1.0, steal = -1.0;  // over the whole run, in cores; -1 unknown
 };
 
