@@ -434,13 +434,16 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   return row;
 }
 
-// Per-call cost on a tiny shape against touching its bytes once, both hot in
-// cache and on one thread's triad (no dispatch), so overheads show.
-SmallShape measure_small(const Options& o, Contestant& lngrad_c) {
+// Per-call cost on a tiny shape (hundreds of calls per sample, data hot in
+// cache) against the time to move its bytes once: at the memory triad's rate
+// (the yardstick of the target, measured here on arrays 4x the last-level
+// cache) and, for reference, one thread's triad over the same bytes in cache.
+SmallShape measure_small(const Options& o, Contestant& lngrad_c, TriadPool& pool, double llc) {
   SmallShape s;
   s.shape = "4x768";
   Inputs in(4, 768, lngrad::Dtype::float32, o.threads);
   if (!lngrad_c.prepare(in.problem).empty()) return s;
+  s.bytes = static_cast<double>(in.problem.traffic_bytes());
   TriadArrays t(in.problem.elements() * 4);
   std::vector<Entry> entries;
   entries.emplace_back("lngrad", [&] { lngrad_c.run(); });
@@ -448,11 +451,22 @@ SmallShape measure_small(const Options& o, Contestant& lngrad_c) {
     entries.emplace_back(
         "once", [&t, st] { triad_range(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, 0, t.n, st); });
   }
-  for (Entry& e : entries) calibrate(e, 0.01, o.quick ? 0.0005 : 0.002);
+  const double big_bytes = 4.0 * (llc > 0 ? llc : 64.0 * 1048576.0);
+  TriadArrays big(static_cast<std::size_t>(big_bytes / 3.0));
+  for (TriadStores st : {TriadStores::cached, TriadStores::streaming}) {
+    entries.emplace_back("memory", [&big, &pool, st] {
+      pool.run(big.a.as<float>(), big.b.as<float>(), big.c.as<float>(), 3.0f, big.n, st);
+    });
+  }
+  for (Entry& e : entries) {
+    settle();
+    calibrate(e, 0.01, o.quick ? 0.0005 : 0.002);
+  }
   time_rounds(entries, std::max(o.reps, 5), o.verbose);
   s.lngrad_s = median(entries[0].samples);
   s.once_s = std::min(median(entries[1].samples), median(entries[2].samples));
-  s.bytes = static_cast<double>(in.problem.traffic_bytes());
+  const double memory_s = std::min(median(entries[3].samples), median(entries[4].samples));
+  s.memory_s = s.bytes * memory_s / (3.0 * static_cast<double>(big.n) * 4.0);
   s.ran = true;
   return s;
 }
@@ -525,12 +539,7 @@ int run(const Options& o) {
   SmallShape small;
   if (o.small) {
     std::fprintf(stderr, "[small] 4x768 float32 per-call cost ...");
-    small = measure_small(o, *cs.lngrad);
-    double memory_rate = 0.0;  // bytes/s of the fastest triad beyond the cache
-    for (const Row& r : rows) {
-      if (r.beyond_llc) memory_rate = std::max(memory_rate, r.bytes / r.triad_s);
-    }
-    if (small.ran && memory_rate > 0) small.dram_s = small.bytes / memory_rate;
+    small = measure_small(o, *cs.lngrad, pool, info.llc_bytes);
     std::fprintf(stderr, " done\n");
   }
   std::fprintf(stderr, "total %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());

@@ -46,8 +46,8 @@ struct SmallShape {
   std::string shape;
   double bytes = 0.0;
   double lngrad_s = 0.0;
-  double once_s = 0.0;  // one thread's triad over the call's bytes, hot in cache
-  double dram_s = 0.0;  // the same bytes at the triad rate of the shapes beyond 3x LLC; 0 if none ran
+  double memory_s = 0.0;  // the call's bytes at the triad's rate beyond the cache: the target's yardstick
+  double once_s = 0.0;    // one thread's triad over the call's bytes, hot in cache
 };
 
 double gbs(double bytes, double seconds);
