@@ -60,8 +60,10 @@ void print_header(std::FILE* out, const RunInfo& info) {
   std::fprintf(out, "lngrad target: %s   threads: %d   last-level cache: %s   rounds: %d (median)\n",
                info.target.c_str(), info.threads,
                info.llc_bytes > 0 ? fmt("%.0f MiB", info.llc_bytes / 1048576.0).c_str() : "unknown", info.reps);
-  std::fprintf(out, "peers: oneDNN %s, PyTorch %s; triad: %s, %d threads (fastest of cached stores, streaming stores, 1 thread)\n",
-               info.onednn_version.c_str(), info.torch_version.c_str(), info.triad_isa.c_str(), info.threads);
+  std::fprintf(
+      out,
+      "peers: oneDNN %s, PyTorch %s; triad: %s, %d threads (fastest of cached stores, streaming stores, 1 thread)\n",
+      info.onednn_version.c_str(), info.torch_version.c_str(), info.triad_isa.c_str(), info.threads);
   std::fprintf(out, "GB/s counts read dy + read x + write pd_x for every contestant, so ratios are time ratios.\n\n");
 }
 
