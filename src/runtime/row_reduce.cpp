@@ -85,8 +85,7 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
     for (std::int64_t block = first; block < last; ++block) {
       A* cur = free_buffers.back();
       free_buffers.pop_back();
-      std::fill(cur, cur + width, A(0));
-      const std::int64_t r0 = block * kBlockRows;
+      const std::int64_t r0 = block * kBlockRows;  // fn writes the block's sums into cur
       fn(r0, std::min(r0 + kBlockRows, rows), cur, cur + h);
       // Binary-counter merge: equal-sized neighbours combine (left += right).
       for (std::int64_t n = block - first; n & 1; n >>= 1) {

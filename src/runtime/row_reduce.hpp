@@ -15,8 +15,8 @@ namespace lngrad::runtime {
 inline constexpr std::int64_t kBlockRows = 8;
 inline constexpr std::int64_t kMaxChunks = 32;
 
-// fn(row_begin, row_end, acc_gamma, acc_beta) adds the rows' contributions to
-// the accumulators (h elements each). add(dst, src, n) is dst += src.
+// fn(row_begin, row_end, acc_gamma, acc_beta) writes the rows' column sums
+// (h elements each). add(dst, src, n) is dst += src.
 template <typename A>
 using RowsFn = FunctionRef<void(std::int64_t, std::int64_t, A*, A*)>;
 template <typename A>
