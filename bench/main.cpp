@@ -516,6 +516,18 @@ int run(const Options& o) {
   if (o.naive) cs.naive = make_naive();
   TriadPool pool(o.threads);
 
+  // Before each row, optionally wait for other processes to leave the cores.
+  auto wait_for_quiet = [&] {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(o.quiet_wait_s);
+    double other = 0.0;
+    while (Clock::now() < deadline) {
+      const LoadMeter probe;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      other = probe.read().first;
+      if (other >= 0 && other < 0.1 * o.threads) return;
+    }
+    std::fprintf(stderr, " (still %.1f cores busy after %.0f s) ", other, o.quiet_wait_s);
+  };
   const LoadMeter run_load;
   std::vector<Row> rows;
   const std::size_t total = o.shapes.size() * o.dtypes.size();
@@ -527,6 +539,7 @@ int run(const Options& o) {
       std::fprintf(stderr, "[%2zu/%zu] %-12s %-9s ...%s", done, total, shape.str().c_str(), lngrad::dtype_name(d),
                    o.verbose ? "\n" : "");
       std::fflush(stderr);
+      if (o.quiet_wait_s > 0) wait_for_quiet();
       const auto t0 = Clock::now();
       rows.push_back(measure(o, shape, d, cs, pool, info.llc_bytes));
       const Row& r = rows.back();
