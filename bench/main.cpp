@@ -280,6 +280,7 @@ MachineCpu machine_cpu() {
 class LoadMeter {
  public:
   LoadMeter() : m0_(machine_cpu()), p0_(process_cpu_s()), t0_(Clock::now()) {}
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
   // Returns {other processes, steal} in cores, or {-1, -1} when unknown.
   std::pair<double, double> read() const {
     const MachineCpu m1 = machine_cpu();
@@ -413,7 +414,8 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
     calibrate(e, warm_s, sample_s);
   }
   time_rounds(entries, o.reps, o.verbose);
-  row.other_load = load.read().first;
+  std::tie(row.other_load, row.steal) = load.read();
+  row.timed_s = load.seconds();
 
   for (const Entry& e : entries) {
     const double m = median(e.samples);
@@ -516,7 +518,18 @@ int run(const Options& o) {
   if (o.naive) cs.naive = make_naive();
   TriadPool pool(o.threads);
 
-  const LoadMeter run_load;
+  // Before each row, optionally wait for other processes to leave the cores.
+  auto wait_for_quiet = [&] {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(o.quiet_wait_s);
+    double other = 0.0;
+    while (Clock::now() < deadline) {
+      const LoadMeter probe;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      other = probe.read().first;
+      if (other >= 0 && other < 0.1 * o.threads) return;
+    }
+    std::fprintf(stderr, " (still %.1f cores busy after %.0f s) ", other, o.quiet_wait_s);
+  };
   std::vector<Row> rows;
   const std::size_t total = o.shapes.size() * o.dtypes.size();
   std::size_t done = 0;
@@ -527,6 +540,7 @@ int run(const Options& o) {
       std::fprintf(stderr, "[%2zu/%zu] %-12s %-9s ...%s", done, total, shape.str().c_str(), lngrad::dtype_name(d),
                    o.verbose ? "\n" : "");
       std::fflush(stderr);
+      if (o.quiet_wait_s > 0) wait_for_quiet();
       const auto t0 = Clock::now();
       rows.push_back(measure(o, shape, d, cs, pool, info.llc_bytes));
       const Row& r = rows.back();
@@ -543,7 +557,18 @@ int run(const Options& o) {
     std::fprintf(stderr, " done\n");
   }
   std::fprintf(stderr, "total %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
-  std::tie(info.other_load, info.steal) = run_load.read();
+  // The load while rows were timed (waits for a quiet machine excluded).
+  double weight = 0.0, other = 0.0, steal = 0.0;
+  for (const Row& r : rows) {
+    if (r.other_load < 0) continue;
+    weight += r.timed_s;
+    other += r.other_load * r.timed_s;
+    steal += r.steal * r.timed_s;
+  }
+  if (weight > 0) {
+    info.other_load = other / weight;
+    info.steal = steal / weight;
+  }
 
   print_table(stdout, info, rows);
   const bool agree = print_summary(stdout, info, rows, small);

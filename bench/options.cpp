@@ -95,6 +95,8 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--csv") {
       o.csv = std::string(value());
       if (o.csv.empty()) bad(arg, "a file name", "");
+    } else if (arg == "--wait-quiet") {
+      o.quiet_wait_s = static_cast<double>(parse_int(arg, value(), 0, 86400));
     } else if (arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--quick") {
@@ -138,6 +140,8 @@ read-read-write triad over the same bytes as the roofline.
   --no-torch, --no-onednn, --no-naive
                      leave a contestant out
   --no-small         skip the 4x768 per-call overhead line
+  --wait-quiet S     before each shape and dtype, wait up to S seconds until other
+                     processes use under a tenth of --threads cores (shared machines)
   --verbose          print every timed sample to stderr
 )";
 }

@@ -22,6 +22,7 @@ struct Options {
   std::string csv;
   bool quick = false;
   bool torch = true, onednn = true, naive = true, small = true;
+  double quiet_wait_s = 0.0;  // --wait-quiet
   bool verbose = false;
   bool help = false;
 };

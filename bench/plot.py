@@ -57,6 +57,7 @@ def main(argv):
         sys.exit(__doc__.strip())
     meta, rows = read(argv[1])
     dtypes = list(dict.fromkeys(r["dtype"] for r in rows))
+    threads = int(meta.get("threads", "1"))
     fig, axes = plt.subplots(len(dtypes), 1, figsize=(13, 3.9 * len(dtypes)), squeeze=False)
     width = 0.8 / len(CONTESTANTS)
     for ax, dtype in zip(axes[:, 0], dtypes):
@@ -89,7 +90,8 @@ def main(argv):
         labels = []
         for r in sub:
             beyond = " *" if r.get("beyond_llc_x3") == "1" else ""
-            labels.append(f"{r['shape']}{beyond}\n{size(float(r['bytes']))}")
+            loaded = " !" if number(r.get("other_load_cores")) > 0.1 * threads else ""
+            labels.append(f"{r['shape']}{beyond}{loaded}\n{size(float(r['bytes']))}")
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_ylabel("GB/s (dy + x read, pd_x written)")
         ax.set_ylim(0, top)
@@ -99,11 +101,11 @@ def main(argv):
     handles.append(Line2D([], [], color="black", linewidth=2))
     labels.append("triad, same bytes (dotted: off the axis)")
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=9, frameon=False)
-    threads = meta.get("threads", "?")
     fig.suptitle(
         f"LayerNorm backward (pd_x, pd_gamma, pd_beta): {meta.get('cpu', 'CPU')}, {threads} threads, "
         f"lngrad {meta.get('target', '?')}, LLC {meta.get('llc_mib', '?')} MiB\n"
         f"higher is better; number on lngrad's bar = fraction of the triad; * = tensors beyond 3x LLC; "
+        f"! = timed while other processes were busy; "
         f"oneDNN {meta.get('onednn', '?')}, PyTorch {meta.get('torch', '?')}",
         x=0.01, y=0.995, ha="left", va="top", fontsize=9)
     fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))

@@ -52,6 +52,8 @@ const char* const kNames[] = {"lngrad", "oneDNN", "torch", "naive"};
 
 }  // namespace
 
+bool under_load(const Row& r, int threads) { return r.other_load > 0.1 * threads; }
+
 double gbs(double bytes, double seconds) { return seconds > 0 ? bytes / seconds * 1e-9 : 0.0; }
 
 void print_header(std::FILE* out, const RunInfo& info) {
@@ -85,7 +87,8 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       if (m.wrong) wrong += std::string(wrong.empty() ? "" : ",") + n;
     }
     std::fprintf(
-        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %9s\n", r.shape.c_str(), lngrad::dtype_name(r.dtype),
+        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %9s\n",
+        (r.shape + (under_load(r, info.threads) ? " !" : "")).c_str(), lngrad::dtype_name(r.dtype),
         l.ran ? fmt("%.3f", l.median_s * 1e3).c_str() : "n/a",
         l.ran ? fmt("%.1f", gbs(r.bytes, l.median_s)).c_str() : "n/a", gbs(r.bytes, r.triad_s),
         l.ran ? fmt("%.2f", r.triad_s / l.median_s).c_str() : "n/a", speedup_cell(r.onednn, l).c_str(),
@@ -97,6 +100,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       out,
       "\ntriad: GB/s of a[i] = b[i] + s*c[i] over the same bytes. /triad: lngrad's share of it.\n"
       "vs X: X's time / lngrad's time. Melem/s/core: rows*H per second per thread.\n"
+      "!: other processes used over a tenth of the threads' cores while the row was timed (unreliable).\n"
       "agree: worst max|pd_x - ref| over 8 sampled rows against the float64 reference, relative to the largest\n"
       "|pd_x| or |dy*gamma*rstd| there (tolerance %.0e float32, %.0e float16, %.0e bfloat16).\n",
       info.tolerance_f32, info.tolerance_f16, info.tolerance_bf16);
@@ -128,13 +132,13 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
   }
 
   if (info.other_load >= 0) {
+    const auto loaded =
+        std::count_if(rows.begin(), rows.end(), [&](const Row& r) { return under_load(r, info.threads); });
     std::fprintf(out,
-                 "\nMachine load: other processes used %.2f cores on average during the run (hypervisor steal %.2f).\n",
-                 info.other_load, info.steal);
-    if (info.other_load > 0.1 * info.threads) {
-      std::fprintf(out,
-                   "  Timings are unreliable under that load: rerun on a quiet machine before drawing conclusions.\n");
-    }
+                 "\nMachine load: other processes used %.2f cores on average while rows were timed (hypervisor "
+                 "steal %.2f);\n  %d of %d rows were timed under load (marked !)%s\n",
+                 info.other_load, info.steal, static_cast<int>(loaded), static_cast<int>(rows.size()),
+                 loaded ? ": rerun them on a quiet machine (or with --wait-quiet) before drawing conclusions." : ".");
   }
   std::fprintf(out, "\nTargets (issue 4):\n");
   auto verdict = [&](bool pass, const std::string& what) {

@@ -31,14 +31,20 @@ struct Row {
   double triad_s = 0.0;
   std::string triad_stores;  // the fastest variant: "cached", "streaming" or "1-thread"
   double other_load = -1.0;  // cores used by other processes while this row was timed; -1 unknown
+  double steal = -1.0;       // cores stolen by the hypervisor meanwhile; -1 unknown
+  double timed_s = 0.0;      // how long the row's calibration and rounds took
 };
+
+// Rows timed while other processes used more than a tenth of the threads'
+// cores are marked as unreliable.
+bool under_load(const Row& r, int threads);
 
 struct RunInfo {
   std::string cpu, target, triad_isa, onednn_version, torch_version;
   int threads = 1, reps = 0;
   double llc_bytes = 0.0;  // 0 when unknown
   double tolerance_f32 = 0.0, tolerance_f16 = 0.0, tolerance_bf16 = 0.0;
-  double other_load = -1.0, steal = -1.0;  // over the whole run, in cores; -1 unknown
+  double other_load = -1.0, steal = -1.0;  // while rows were timed, in cores; -1 unknown
 };
 
 struct SmallShape {
