@@ -105,13 +105,13 @@ void Checker::output(const char* name, const TensorView& view, std::initializer_
 }
 
 Shape trailing(const Shape& s, int ndim) {
-  std::int64_t dims[kMaxRank];
+  std::int64_t dims[kMaxRank] = {};
   for (int i = 0; i < ndim; ++i) dims[i] = s[s.rank() - ndim + i];
   return Shape(dims, static_cast<std::size_t>(ndim));
 }
 
 Shape leading(const Shape& s, int ndim) {
-  std::int64_t dims[kMaxRank];
+  std::int64_t dims[kMaxRank] = {};
   const int n = s.rank() - ndim;
   for (int i = 0; i < n; ++i) dims[i] = s[i];
   return Shape(dims, static_cast<std::size_t>(n));

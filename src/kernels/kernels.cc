@@ -1,15 +1,17 @@
 // The SIMD row kernels, written once with Highway and compiled for every
 // target in HWY_TARGETS (foreach_target re-includes this file per target).
 //
-// Derivation (per row, H elements; xm = x - mean, g = dy*gamma):
+// Derivation (per row, H elements; xm = x - mean, g = dy*gamma; seed 002):
 //   pd_var  = sum(-0.5*g*xm*rstd^3)              = -0.5*rstd^3*S2,  S2 = sum(g*xm)
-//   pd_mean = sum(-g*rstd) + pd_var/H*sum(-2*xm) = -rstd*S1 - 2*pd_var/H*S3,
+//   pd_mean = sum(-g*rstd) + pd_var/H*sum(-2*xm) = -rstd*S1 - 2*pd_var*S3/H,
 //             S1 = sum(g), S3 = sum(xm)
 //   pd_x    = g*rstd + (2*pd_var/H)*xm + pd_mean/H
-// so one pass gathers S1, S2, S3 (centred: xm first, never sum(g*x) -
-// mean*sum(g)) and a second pass over the cached row writes
-// pd_x = rstd*g + a*xm + b with a = 2*pd_var/H, b = pd_mean/H, and adds
-// dy*xm*rstd and dy to the pd_gamma/pd_beta accumulators.
+//           = rstd*(g - S1/H) + a*(xm - S3/H),   a = 2*pd_var/H
+// One pass gathers S1, S2, S3 from centred values (xm first, never sum(g*x) -
+// mean*sum(g)); a second pass over the cached row writes pd_x in the centred
+// form above (exactly 0 when H = 1) and adds dy*xm*rstd and dy to the
+// pd_gamma/pd_beta accumulators. S3 vanishes for the exact row mean and
+// corrects the gradient for a stored mean that is not.
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -93,7 +95,7 @@ HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, double* p) {
   hn::StoreU(v, df, p);
 }
 template <class DF>
-HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, bf16* p) {
+HWY_INLINE void StoreAs(DF /* df */, hn::Vec<DF> v, bf16* p) {
   // Round to nearest-even (Highway 1.0.3's DemoteTo truncates); NaN stays NaN.
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
@@ -208,9 +210,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     const A s3 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s3a, s3b)));
 
     const A pd_var = A(-0.5) * s2 * (rstd * rstd * rstd);
-    const A pd_mean = -rstd * s1 + pd_var * inv_h * (A(-2) * s3);
     const auto va = hn::Set(df, A(2) * pd_var * inv_h);
-    const auto vb = hn::Set(df, pd_mean * inv_h);
+    const auto vmean_g = hn::Set(df, s1 * inv_h);
+    const auto vmean_xm = hn::Set(df, s3 * inv_h);
     const auto vrstd = hn::Set(df, rstd);
 
     // Pass 2 over the cached row. Loads of index j precede its stores, so
@@ -220,7 +222,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     auto body = [&](auto d, auto xv, auto gam, auto store, size_t k) HWY_ATTR {
       const auto xm = hn::Sub(xv, vmean);
       const auto res_v = hn::Mul(xm, vrstd);
-      if constexpr (kPdX) store(hn::MulAdd(hn::Mul(d, gam), vrstd, hn::MulAdd(va, xm, vb)), pd_x + k);
+      if constexpr (kPdX) {
+        const auto centred_g = hn::Sub(hn::Mul(d, gam), vmean_g);
+        store(hn::MulAdd(centred_g, vrstd, hn::Mul(va, hn::Sub(xm, vmean_xm))), pd_x + k);
+      }
       if constexpr (kRes) store(res_v, res + k);
       return res_v;
     };

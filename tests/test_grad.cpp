@@ -1,0 +1,304 @@
+// layer_norm_grad, layer_norm_grad_x and layer_norm_grad_beta against the
+// float64 reference, on every SIMD target this CPU runs, for every dtype.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace lngrad::test {
+namespace {
+
+// Runs each test once per compiled target the CPU supports.
+class PerTarget : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { set_max_target(GetParam()); }
+  void TearDown() override { set_max_target(""); }
+};
+
+struct Case {
+  ProblemSpec spec;
+  Statistic statistic = Statistic::variance;
+};
+
+void check_grad(const Case& c) {
+  Problem p = make_problem(c.spec);
+  p.ref.epsilon = p.epsilon;
+  SCOPED_TRACE("x " + p.x_shape.str() + " " + dtype_name(p.dtype) + " stats " + dtype_name(p.stat_dtype) +
+               " params " + dtype_name(p.param_dtype) + (p.has_gamma ? "" : " no-gamma") +
+               (c.statistic == Statistic::rstd ? " rstd" : ""));
+  if (c.statistic == Statistic::rstd) {
+    // Pass rstd of the stored variance, itself stored in the stat dtype.
+    for (std::int64_t r = 0; r < p.rows; ++r) p.variance.set(r, 1.0 / std::sqrt(p.ref.variance[r] + p.epsilon));
+    p.ref.variance = p.variance.values();
+    p.ref.stat_is_rstd = true;
+  }
+  const auto ref = reference::layer_norm_grad(p.ref);
+  const Dtype out_param = p.param_dtype;
+  Buffer pd_x(p.dtype, p.rows * p.h), pd_gamma(out_param, p.h), pd_beta(out_param, p.h);
+  GradOptions opt;
+  opt.epsilon = p.epsilon;
+  opt.statistic = c.statistic;
+  std::optional<ConstTensorView> gamma;
+  if (p.has_gamma) gamma = p.gamma.cview(p.param_shape);
+  layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                  p.mean.cview(p.stat_shape), gamma, pd_x.view(p.x_shape), pd_gamma.view(p.param_shape),
+                  pd_beta.view(p.param_shape), opt);
+
+  const auto bound = pd_x_bounds(p.ref, ref, p.dtype);
+  int failures = 0;
+  for (std::int64_t i = 0; i < p.rows * p.h && failures < 5; ++i) {
+    const double err = std::fabs(pd_x.get(i) - ref.pd_x[i]);
+    if (!(err <= bound[i])) {
+      ADD_FAILURE() << "pd_x[" << i << "] = " << pd_x.get(i) << ", reference " << ref.pd_x[i] << ", error " << err
+                    << " > bound " << bound[i];
+      ++failures;
+    }
+  }
+  // Column sums: each term dy*(x-mean)*rstd is formed with a few roundings,
+  // then summed pairwise over blocks of 8 rows (column_factor).
+  const double u = arithmetic_u(p.dtype);
+  for (std::int64_t j = 0; j < p.h; ++j) {
+    double mag_gamma = 0, mag_beta = 0;
+    for (std::int64_t r = 0; r < p.rows; ++r) {
+      mag_gamma += std::fabs(ref.res_for_gamma[r * p.h + j] * p.ref.dy[r * p.h + j]);
+      mag_beta += std::fabs(p.ref.dy[r * p.h + j]);
+    }
+    const double bg = stored_bound(out_param, ref.pd_gamma[j], column_factor(p.rows) * u * mag_gamma);
+    const double bb = stored_bound(out_param, ref.pd_beta[j], column_factor(p.rows) * u * mag_beta);
+    ASSERT_LE(std::fabs(pd_gamma.get(j) - ref.pd_gamma[j]), bg) << "pd_gamma[" << j << "]";
+    ASSERT_LE(std::fabs(pd_beta.get(j) - ref.pd_beta[j]), bb) << "pd_beta[" << j << "]";
+  }
+  EXPECT_TRUE(pd_x.guards_intact());
+  EXPECT_TRUE(pd_gamma.guards_intact());
+  EXPECT_TRUE(pd_beta.guards_intact());
+}
+
+const Dtype kDtypes[] = {Dtype::float64, Dtype::float32, Dtype::float16, Dtype::bfloat16};
+
+ProblemSpec spec(Shape shape, int ndim, Dtype dtype) {
+  ProblemSpec s;
+  s.x_shape = shape;
+  s.normalized_ndim = ndim;
+  s.dtype = dtype;
+  s.stat_dtype = dtype;
+  s.param_dtype = dtype;
+  return s;
+}
+
+TEST_P(PerTarget, OneTwoAndThreeNormalizedAxes) {
+  for (Dtype d : kDtypes) {
+    check_grad({spec({37, 64}, 1, d)});
+    check_grad({spec({3, 5, 24}, 2, d)});
+    check_grad({spec({2, 3, 4, 5}, 3, d)});
+  }
+}
+
+TEST_P(PerTarget, OneRowAndHEqualsOne) {
+  for (Dtype d : kDtypes) {
+    check_grad({spec({1, 300}, 1, d)});
+    check_grad({spec({50, 1}, 1, d)});
+  }
+}
+
+TEST_P(PerTarget, HAroundTheVectorWidths) {
+  // Lanes are 2..16 (float) and 1..8 (double) across targets: cover tails of
+  // every length and exact multiples, with and without the 2x unrolled body.
+  for (Dtype d : kDtypes) {
+    for (std::int64_t h : {2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 127, 128, 129}) {
+      check_grad({spec({5, h}, 1, d)});
+    }
+  }
+}
+
+TEST_P(PerTarget, VeryLongRows) {
+  for (Dtype d : kDtypes) check_grad({spec({2, 100003}, 1, d)});
+}
+
+TEST_P(PerTarget, ManyRowsExerciseThePairwiseColumnSums) {
+  for (Dtype d : kDtypes) check_grad({spec({1000, 24}, 1, d)});
+}
+
+TEST_P(PerTarget, LargeRowMeanKeepsFullAccuracy) {
+  // mean 1e4, std ~1: x - mean is exact in float32 (Sterbenz), so the
+  // centred kernel meets the same bound as for mean 0, while an uncentred
+  // one would lose ~1e4 times more.
+  for (Dtype d : {Dtype::float64, Dtype::float32}) {
+    ProblemSpec s = spec({64, 768}, 1, d);
+    s.x_mean = 1e4;
+    check_grad({s});
+  }
+}
+
+TEST_P(PerTarget, InexactMeanUsesTheCorrectionTerm) {
+  for (Dtype d : kDtypes) {
+    ProblemSpec s = spec({16, 96}, 1, d);
+    s.mean_shift = 0.3;  // stored mean 0.3 std away from the row mean
+    check_grad({s});
+  }
+}
+
+TEST_P(PerTarget, WiderStatisticsAndParameters) {
+  for (Dtype d : {Dtype::float16, Dtype::bfloat16}) {
+    ProblemSpec s = spec({9, 40}, 1, d);
+    s.stat_dtype = Dtype::float32;
+    s.param_dtype = Dtype::float32;
+    check_grad({s});
+    s.stat_dtype = Dtype::float64;
+    check_grad({s});
+  }
+  ProblemSpec s = spec({9, 40}, 1, Dtype::float32);
+  s.stat_dtype = Dtype::float64;
+  check_grad({s});
+}
+
+TEST_P(PerTarget, AbsentGammaKeepdimStatsAndRstd) {
+  for (Dtype d : kDtypes) {
+    ProblemSpec s = spec({4, 6, 10}, 1, d);
+    s.has_gamma = false;
+    check_grad({s});
+    s = spec({4, 6, 10}, 2, d);
+    s.keepdim_stats = true;
+    check_grad({s});
+    check_grad({spec({7, 33}, 1, d), Statistic::rstd});
+  }
+}
+
+TEST_P(PerTarget, GradXWritesPdXAndResForGamma) {
+  for (Dtype d : kDtypes) {
+    for (Dtype res_dtype : {d, Dtype::float32}) {
+      if (d == Dtype::float64 && res_dtype != d) continue;
+      Problem p = make_problem(spec({6, 45}, 1, d));
+      p.ref.epsilon = p.epsilon;
+      const auto ref = reference::layer_norm_grad(p.ref);
+      Buffer pd_x(d, p.rows * p.h), res(res_dtype, p.rows * p.h);
+      GradXOptions opt;
+      opt.epsilon = p.epsilon;
+      layer_norm_grad_x(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                        p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
+                        res.view(p.x_shape), opt);
+      const auto bound = pd_x_bounds(p.ref, ref, d);
+      for (std::int64_t i = 0; i < p.rows * p.h; ++i) {
+        ASSERT_LE(std::fabs(pd_x.get(i) - ref.pd_x[i]), bound[i]) << i;
+        // (x-mean)*rstd: the subtraction, rstd and the product round once each.
+        const double e = 4 * arithmetic_u(d) * std::fabs(ref.res_for_gamma[i]);
+        ASSERT_LE(std::fabs(res.get(i) - ref.res_for_gamma[i]), stored_bound(res_dtype, ref.res_for_gamma[i], e)) << i;
+      }
+      EXPECT_TRUE(pd_x.guards_intact());
+      EXPECT_TRUE(res.guards_intact());
+    }
+  }
+}
+
+TEST_P(PerTarget, GradBetaSumsColumns) {
+  for (Dtype d : kDtypes) {
+    for (Dtype res_dtype : {d, Dtype::float32}) {
+      if (d == Dtype::float64 && res_dtype != d) continue;
+      const std::int64_t rows = 333, h = 19;
+      ProblemSpec s = spec({rows, h}, 1, d);
+      Problem p = make_problem(s);
+      Buffer res(res_dtype, p.x.values());  // any data serves as res_for_gamma
+      Buffer pd_gamma(d, h), pd_beta(d, h);
+      layer_norm_grad_beta(res.cview({3, 111, h}), p.dy.cview({3, 111, h}), pd_gamma.view({h}), pd_beta.view({h}));
+      std::vector<double> ref_gamma, ref_beta;
+      reference::layer_norm_grad_beta(rows, h, res.values(), p.ref.dy, ref_gamma, ref_beta);
+      for (std::int64_t j = 0; j < h; ++j) {
+        double mg = 0, mb = 0;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          mg += std::fabs(res.get(r * h + j) * p.ref.dy[r * h + j]);
+          mb += std::fabs(p.ref.dy[r * h + j]);
+        }
+        const double u = arithmetic_u(d);
+        ASSERT_LE(std::fabs(pd_gamma.get(j) - ref_gamma[j]), stored_bound(d, ref_gamma[j], column_factor(rows) * u * mg));
+        ASSERT_LE(std::fabs(pd_beta.get(j) - ref_beta[j]), stored_bound(d, ref_beta[j], column_factor(rows) * u * mb));
+      }
+    }
+  }
+}
+
+TEST_P(PerTarget, MaskSkipsOutputsAndComputesTheRest) {
+  Problem p = make_problem(spec({20, 50}, 1, Dtype::float32));
+  p.ref.epsilon = p.epsilon;
+  const auto ref = reference::layer_norm_grad(p.ref);
+  for (int mask = 0; mask < 8; ++mask) {
+    Buffer pd_x(Dtype::float32, p.rows * p.h), pd_gamma(Dtype::float32, p.h), pd_beta(Dtype::float32, p.h);
+    const Buffer untouched_x = pd_x, untouched_g = pd_gamma, untouched_b = pd_beta;
+    GradOptions opt;
+    opt.epsilon = p.epsilon;
+    opt.compute_pd_x = mask & 1;
+    opt.compute_pd_gamma = mask & 2;
+    opt.compute_pd_beta = mask & 4;
+    // Skipped outputs are passed as empty views.
+    layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape),
+                    opt.compute_pd_x ? pd_x.view(p.x_shape) : TensorView{},
+                    opt.compute_pd_gamma ? pd_gamma.view(p.param_shape) : TensorView{},
+                    opt.compute_pd_beta ? pd_beta.view(p.param_shape) : TensorView{}, opt);
+    const auto bound = pd_x_bounds(p.ref, ref, Dtype::float32);
+    if (opt.compute_pd_x) {
+      for (std::int64_t i = 0; i < p.rows * p.h; ++i) ASSERT_LE(std::fabs(pd_x.get(i) - ref.pd_x[i]), bound[i]);
+    } else {
+      EXPECT_TRUE(pd_x.bytes_equal(untouched_x));
+    }
+    if (opt.compute_pd_gamma) {
+      EXPECT_NEAR(pd_gamma.get(3), ref.pd_gamma[3], 1e-4);  // |terms| ~ 1 over 20 rows
+    } else {
+      EXPECT_TRUE(pd_gamma.bytes_equal(untouched_g));
+    }
+    if (opt.compute_pd_beta) {
+      EXPECT_NEAR(pd_beta.get(3), ref.pd_beta[3], 1e-4);
+    } else {
+      EXPECT_TRUE(pd_beta.bytes_equal(untouched_b));
+    }
+  }
+}
+
+TEST_P(PerTarget, InPlaceOverDyMatchesOutOfPlace) {
+  for (Dtype d : kDtypes) {
+    Problem p = make_problem(spec({8, 70}, 1, d));
+    Buffer pd_x(d, p.rows * p.h), pd_gamma(d, p.h), pd_beta(d, p.h);
+    GradOptions opt;
+    layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
+                    pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape), opt);
+    Buffer inplace = p.dy;
+    Buffer g2(d, p.h), b2(d, p.h);
+    layer_norm_grad(inplace.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), inplace.view(p.x_shape),
+                    g2.view(p.param_shape), b2.view(p.param_shape), opt);
+    EXPECT_TRUE(inplace.bytes_equal(pd_x));
+    EXPECT_TRUE(g2.bytes_equal(pd_gamma));
+    EXPECT_TRUE(b2.bytes_equal(pd_beta));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, PerTarget, ::testing::ValuesIn(available_targets()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(Targets, NamedCappedAndRestored) {
+  const auto targets = available_targets();
+  ASSERT_FALSE(targets.empty());
+  EXPECT_EQ(active_target(), targets.front());
+  set_max_target(targets.back());
+  EXPECT_EQ(active_target(), targets.back());
+  set_max_target("");
+  EXPECT_EQ(active_target(), targets.front());
+  EXPECT_THROW(set_max_target("NOT_A_TARGET"), Error);
+}
+
+TEST(HEqualsOne, PdXIsExactlyZero) {
+  // With one element per row x equals its own mean: every term cancels.
+  for (Dtype d : kDtypes) {
+    Problem p = make_problem(spec({40, 1}, 1, d));
+    Buffer pd_x(d, p.rows), pd_gamma(d, 1), pd_beta(d, 1);
+    layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
+                    pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape));
+    for (std::int64_t r = 0; r < p.rows; ++r) EXPECT_EQ(pd_x.get(r), 0.0) << dtype_name(d) << " row " << r;
+  }
+}
+
+}  // namespace
+}  // namespace lngrad::test
