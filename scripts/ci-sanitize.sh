@@ -47,15 +47,21 @@ configure() {  # dir sanitizers extra-args...
     -DLNGRAD_BUILD_FUZZERS=OFF "$@" >/dev/null
 }
 
+failed=()
+
 echo "== ASan+UBSan: build everything, run the whole ctest suite" >&2
 configure "$asan_dir" address,undefined
 cmake --build "$asan_dir" -j"$jobs"
-ctest --test-dir "$asan_dir" --output-on-failure -j"$jobs" --timeout 1800
+ctest --test-dir "$asan_dir" --output-on-failure -j"$jobs" --timeout 1800 || failed+=("ASan+UBSan suite")
 
 echo "== TSan: concurrent callers and the thread pool" >&2
 configure "$tsan_dir" thread -DLNGRAD_BUILD_CLI=OFF
 cmake --build "$tsan_dir" -j"$jobs" --target lngrad_hardening_concurrency lngrad_tests
 ctest --test-dir "$tsan_dir" --output-on-failure -j"$jobs" --timeout 900 \
-  -R '^(Concurrency|Determinism)\.' --no-tests=error
+  -R '^(Concurrency|Determinism)\.' --no-tests=error || failed+=("TSan concurrency")
 
-echo "ci-sanitize: no sanitizer reports" >&2
+if ((${#failed[@]})); then
+  echo "ci-sanitize: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "ci-sanitize: no sanitizer reports, every test passed" >&2
