@@ -19,6 +19,7 @@
 #include <exception>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fuzz_support.hpp"
@@ -31,6 +32,9 @@ using AscendC::half;
 using AscendC::LayerNormGradBetaTiling;
 using AscendC::LayerNormGradTiling;
 using AscendC::LocalTensor;
+
+// Products of three 32-bit tiling fields, without wrapping.
+using Wide = unsigned __int128;
 
 std::int64_t decode_dim(Reader& r) {
   static const std::int64_t kDims[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 32, 33, 48, 64,
@@ -81,14 +85,17 @@ void fuzz_tiling(Reader& r, bool beta) {
       AscendC::GetLayerNormGradMaxMinTmpSize(shape, type_size, reuse, max_size, min_size);
     }
   });
-  if (!sizes_refused) LNGRAD_FUZZ_CHECK(min_size <= max_size, "min tmp size above max");
+  if (!sizes_refused) {
+    LNGRAD_FUZZ_CHECK(min_size <= max_size, "min tmp size above max");
+    LNGRAD_FUZZ_CHECK(min_size > 0, "min tmp size 0 for a non-empty shape");
+  }
   const std::uint32_t stack = decode_u32(r, sizes_refused ? 4096 : min_size);
   if (beta) {
     LayerNormGradBetaTiling t;
     if (refused_with_error([&] { AscendC::GetLayerNormGradBetaNDTilingInfo(shape, stack, type_size, reuse, t); })) {
       return;
     }
-    const std::uint64_t bsh = std::uint64_t{t.bLength} * t.sLength * t.hLength;
+    const Wide bsh = Wide{t.bLength} * t.sLength * t.hLength;
     LNGRAD_FUZZ_CHECK(t.hLength > 0 && t.oneCalSize > 0 && t.oneCalSize % t.hLength == 0,
                       "beta tiling: a pass is not whole rows");
     LNGRAD_FUZZ_CHECK(t.oneCalSize <= bsh && t.bshLength == bsh, "beta tiling: pass larger than B*S*H");
@@ -97,10 +104,10 @@ void fuzz_tiling(Reader& r, bool beta) {
   }
   LayerNormGradTiling t;
   if (refused_with_error([&] { AscendC::GetLayerNormGradNDTilingInfo(shape, stack, type_size, reuse, t); })) return;
-  const std::uint64_t bsh = std::uint64_t{t.bLength} * t.sLength * t.hLength;
+  const Wide bsh = Wide{t.bLength} * t.sLength * t.hLength;
   LNGRAD_FUZZ_CHECK(t.hLength > 0 && t.nohCalSize > 0, "grad tiling: empty pass");
   LNGRAD_FUZZ_CHECK(t.oneCalSize == std::uint64_t{t.nohCalSize} * t.hLength, "grad tiling: oneCalSize != nohCalSize*H");
-  LNGRAD_FUZZ_CHECK(std::uint64_t{t.loopNum} * t.oneCalSize + t.tailSize == bsh, "grad tiling: passes do not cover B*S*H");
+  LNGRAD_FUZZ_CHECK(Wide{t.loopNum} * t.oneCalSize + t.tailSize == bsh, "grad tiling: passes do not cover B*S*H");
   LNGRAD_FUZZ_CHECK(t.tailSize % t.hLength == 0 && t.nohTailSize == t.tailSize / t.hLength, "grad tiling: partial tail row");
 }
 
@@ -122,8 +129,14 @@ struct View {
     }
     block = Block(std::size_t{count} * sizeof(T));
     T* p = reinterpret_cast<T*>(block.data());
+    std::uint32_t state = 1u + r.u8();  // values from a small generator: the input stays short
     for (std::uint32_t i = 0; i < count; ++i) {
-      p[i] = output ? T(-7.0f) : T(static_cast<float>(static_cast<int>(r.pick(64)) - 32) / 8.0f);
+      state = state * 1664525u + 1013904223u;
+      if constexpr (std::is_same_v<T, std::uint8_t>) {
+        p[i] = static_cast<std::uint8_t>(state >> 24);  // scratch: any garbage
+      } else {
+        p[i] = output ? T(-7.0f) : T(static_cast<float>(static_cast<int>(state >> 26) - 32) / 8.0f);
+      }
     }
   }
   LocalTensor<T> tensor() const { return LocalTensor<T>(reinterpret_cast<T*>(block.data()), count); }

@@ -34,9 +34,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   LNGRAD_FUZZ_CHECK(a.shape.size() <= static_cast<std::size_t>(lngrad::cli::kNpyMaxRank), "rank above the limit");
+  // An empty array (some extent 0) holds nothing, whatever its other extents.
   std::int64_t count = 1;
+  bool empty = false;
   for (std::int64_t d : a.shape) {
     LNGRAD_FUZZ_CHECK(d >= 0, "negative extent accepted");
+    empty = empty || d == 0;
+  }
+  for (std::int64_t d : a.shape) {
+    if (empty) {
+      count = 0;
+      break;
+    }
     LNGRAD_FUZZ_CHECK(!__builtin_mul_overflow(count, d, &count), "element count overflows");
   }
   LNGRAD_FUZZ_CHECK(a.count() == count, "count() is not the product of the shape");
