@@ -77,3 +77,21 @@ TEST(Accuracy, Bfloat16ColumnSumsOverManyRows) {
 
 }  // namespace
 }  // namespace lngrad::test
+
+namespace lngrad::test {
+namespace {
+
+TEST(Workspace, BoundedIndependentlyOfRowsTimesH) {
+  // The column-sum scratch is O((32 + threads * log2(rows)) * h): far below
+  // the tensors, and growing only logarithmically with rows.
+  const std::int64_t h = 4096;
+  const std::int64_t small = grad_workspace_bytes(16384, h, Dtype::float32, 2);
+  const std::int64_t large = grad_workspace_bytes(16384 * 64, h, Dtype::float32, 2);
+  EXPECT_GT(small, 0);
+  EXPECT_LT(small, 16384 * h * 4 / 20);  // < 5% of one input tensor
+  EXPECT_LE(large, small + 2 * 6 * 2 * h * 4);  // 64x the rows: at most 6 more levels per thread
+  EXPECT_EQ(grad_workspace_bytes(0, h, Dtype::float32, 2), 0);
+}
+
+}  // namespace
+}  // namespace lngrad::test

@@ -3,6 +3,7 @@
 
 #include "kernels/kernels.hpp"
 #include "lngrad/lngrad.hpp"
+#include "runtime/row_reduce.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace lngrad {
@@ -45,6 +46,13 @@ std::vector<std::string> available_targets() { return kernels::supported_target_
 std::string active_target() { return kernels::active().target; }
 void set_max_target(std::string_view name) { kernels::set_max_target(name); }
 int default_num_threads() { return runtime::available_cores(); }
+
+std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dtype, int num_threads) {
+  if (rows < 1 || h < 1) return 0;
+  const int threads = runtime::effective_threads(num_threads > 0 ? num_threads : runtime::available_cores(), rows, h);
+  const std::int64_t acc = x_dtype == Dtype::float64 ? 8 : 4;
+  return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 2 * h * acc;  // + the final sums
+}
 const char* version() { return LNGRAD_VERSION_STRING; }
 
 }  // namespace lngrad

@@ -1,6 +1,8 @@
 // The public operators: validate every argument, then hand plain pointers to
 // the row kernels through the runtime. No formula lives here.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "api/validate.hpp"
@@ -8,6 +10,7 @@
 #include "kernels/kernels.hpp"
 #include "lngrad/lngrad.hpp"
 #include "runtime/row_reduce.hpp"
+#include "runtime/thread_pool.hpp"
 
 namespace lngrad {
 
@@ -54,6 +57,7 @@ class NormalizedAxes {
   NormalizedAxes(const Checker& c, int x_rank) : c_(c), x_rank_(x_rank) {}
 
   void from(const char* name, int rank) {
+    if (name == nullptr) return;  // a source that does not apply
     if (ndim_ < 0) {
       ndim_ = rank;
       source_ = name;
@@ -102,9 +106,9 @@ class NormalizedAxes {
 // mean/variance/rstd: [A..] or [A.., 1..1].
 void check_statistic_shape(const Checker& c, const char* name, const Shape& given, const Shape& x, int ndim) {
   const Shape lead = api::leading(x, ndim);
-  std::vector<std::int64_t> with_ones = lead.dims();
-  with_ones.insert(with_ones.end(), static_cast<std::size_t>(ndim), 1);
-  const Shape keep = with_ones;
+  std::int64_t with_ones[kMaxRank] = {};
+  for (int i = 0; i < x.rank(); ++i) with_ones[i] = i < lead.rank() ? lead[i] : 1;
+  const Shape keep(with_ones, static_cast<std::size_t>(x.rank()));
   auto equal = [](const Shape& a, const Shape& b) {
     if (a.rank() != b.rank()) return false;
     for (int i = 0; i < a.rank(); ++i) {
@@ -123,13 +127,18 @@ std::vector<A>& scratch(int slot) {
   return buffers[slot];
 }
 
-// gamma (or beta) widened to the accumulator type; absent -> fill.
+// gamma (or beta) as h values of the accumulator type: the caller's own
+// buffer when it already is, else widened into scratch; absent -> fill.
 template <typename A>
 const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot) {
+  constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
+  if (p && p->dtype == kAccDtype) return static_cast<const A*>(p->data);
   std::vector<A>& buf = scratch<A>(slot);
   buf.resize(static_cast<std::size_t>(h));
   if (!p) {
     std::fill(buf.begin(), buf.end(), fill);
+  } else if constexpr (sizeof(A) == sizeof(float)) {
+    kernels::active().to_f32(p->dtype, p->data, buf.data(), h);
   } else {
     for (std::int64_t j = 0; j < h; ++j) buf[j] = static_cast<A>(load_scalar(p->data, p->dtype, j));
   }
@@ -139,7 +148,13 @@ const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A 
 template <typename A>
 void store_params(const A* src, const TensorView& dst, std::int64_t h) {
   if (dst.data == nullptr) return;
-  for (std::int64_t j = 0; j < h; ++j) store_scalar(dst.data, dst.dtype, j, src[j]);
+  if constexpr (sizeof(A) == sizeof(float)) {
+    kernels::active().from_f32(dst.dtype, src, dst.data, h);
+  } else if (dst.dtype == Dtype::float64) {
+    std::copy(src, src + h, static_cast<double*>(dst.data));
+  } else {
+    for (std::int64_t j = 0; j < h; ++j) store_scalar(dst.data, dst.dtype, j, src[j]);
+  }
 }
 
 struct ColumnSums {
@@ -152,6 +167,10 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
               int threads, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   args.gamma = widen_param<A>(gamma, h, A(1), 0);
+  // An output larger than the last-level cache cannot be read back from it:
+  // stream it past the caches (saves reading each destination line first).
+  args.stream_pd_x = args.pd_x != nullptr &&
+                     rows * h * static_cast<std::int64_t>(dtype_size(args.dtype)) > runtime::last_level_cache_bytes();
   const kernels::KernelTable& k = kernels::active();
   threads = runtime::effective_threads(threads, rows, h);
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
@@ -160,7 +179,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
   }
   std::vector<A>& out = scratch<A>(1);
   out.resize(static_cast<std::size_t>(2 * h));
-  runtime::RowsFn<A> fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
+  auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
   runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(k), out.data(), out.data() + h);
   store_params(out.data(), sums.pd_gamma, h);
   store_params(out.data() + h, sums.pd_beta, h);
@@ -170,10 +189,29 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
 
 double default_epsilon(Dtype x_dtype) { return is_16bit(x_dtype) ? 1e-5 : 1e-12; }
 
-void layer_norm_grad(ConstTensorView dy, ConstTensorView x, ConstTensorView variance, ConstTensorView mean,
-                     std::optional<ConstTensorView> gamma, TensorView pd_x, TensorView pd_gamma, TensorView pd_beta,
-                     const GradOptions& options) {
-  Checker c("layer_norm_grad");
+namespace {
+
+// The inputs layer_norm_grad and layer_norm_grad_x share, checked in one
+// place: dy, x, the statistics and gamma, the normalized axes (also fixed by
+// `extra_axes`, e.g. pd_gamma's rank), epsilon and threads. Registers the
+// inputs for the overlap rules and fills the kernel arguments they define.
+struct GradSetup {
+  Shape norm_shape;
+  std::int64_t rows = 0;
+  int threads = 1;
+  kernels::GradArgs args;
+};
+
+struct AxisSource {
+  const char* name;
+  int rank;
+};
+
+GradSetup check_grad_inputs(Checker& c, const ConstTensorView& dy, const ConstTensorView& x,
+                            const ConstTensorView& variance, const ConstTensorView& mean,
+                            const std::optional<ConstTensorView>& gamma, Statistic statistic,
+                            std::optional<double> epsilon, int normalized_ndim, int num_threads,
+                            std::initializer_list<AxisSource> extra_axes) {
   c.tensor("x", x);
   if (x.shape.rank() < 1) c.fail("x", "rank >= 1", "rank 0");
   c.tensor("dy", dy);
@@ -185,39 +223,75 @@ void layer_norm_grad(ConstTensorView dy, ConstTensorView x, ConstTensorView vari
     c.tensor("gamma", *gamma);
     axes.from("gamma", gamma->shape.rank());
   }
-  if (options.compute_pd_gamma && pd_gamma.data != nullptr) axes.from("pd_gamma", pd_gamma.shape.rank());
-  if (options.compute_pd_beta && pd_beta.data != nullptr) axes.from("pd_beta", pd_beta.shape.rank());
-  axes.from_option(options.normalized_ndim);
+  for (const AxisSource& source : extra_axes) axes.from(source.name, source.rank);
+  axes.from_option(normalized_ndim);
   c.tensor("mean", mean);
   axes.from_statistic("mean", mean.shape, x.shape);
   const int ndim = axes.get();
-  const Shape norm_shape = api::trailing(x.shape, ndim);
-  const std::int64_t h = api::numel(norm_shape);
-  const std::int64_t rows = api::numel(x.shape) / h;
+  GradSetup setup;
+  setup.norm_shape = api::trailing(x.shape, ndim);
+  const std::int64_t h = api::numel(setup.norm_shape);
+  setup.rows = api::numel(x.shape) / h;
 
   if (gamma) {
-    c.shape_equals("gamma", gamma->shape, norm_shape, "x's trailing axes");
+    c.shape_equals("gamma", gamma->shape, setup.norm_shape, "x's trailing axes");
     c.dtype_in("gamma", gamma->dtype, param_dtypes(x.dtype), "x's dtype or float32");
   }
   check_statistic_shape(c, "mean", mean.shape, x.shape, ndim);
   c.dtype_in("mean", mean.dtype, stat_dtypes(x.dtype), "never narrower than x");
-  const char* stat_name = options.statistic == Statistic::rstd ? "variance (rstd)" : "variance";
+  const char* stat_name = statistic == Statistic::rstd ? "variance (rstd)" : "variance";
   c.tensor(stat_name, variance);
   c.shape_equals(stat_name, variance.shape, mean.shape, "the shape of mean");
   c.dtype_in(stat_name, variance.dtype, {mean.dtype}, "the dtype of mean");
+  const double eps = statistic == Statistic::variance ? c.epsilon(epsilon, x.dtype) : 0.0;
+  setup.threads = static_cast<int>(c.threads(num_threads));
 
-  if (options.compute_pd_x) {
-    c.tensor("pd_x", pd_x);
-    c.shape_equals("pd_x", pd_x.shape, x.shape, "the shape of x");
-    c.dtype_in("pd_x", pd_x.dtype, {x.dtype}, "the dtype of x");
-  }
+  c.input("dy", dy);
+  c.input("x", x);
+  c.input(stat_name, variance);
+  c.input("mean", mean);
+  if (gamma) c.input("gamma", *gamma);
+
+  kernels::GradArgs& args = setup.args;
+  args.dtype = x.dtype;
+  args.h = h;
+  args.dy = dy.data;
+  args.x = x.data;
+  args.mean = mean.data;
+  args.stat = variance.data;
+  args.stat_dtype = mean.dtype;
+  args.stat_is_rstd = statistic == Statistic::rstd;
+  args.epsilon = eps;
+  return setup;
+}
+
+void check_like_x(const Checker& c, const char* name, const TensorView& view, const ConstTensorView& x) {
+  c.tensor(name, view);
+  c.shape_equals(name, view.shape, x.shape, "the shape of x");
+  c.dtype_in(name, view.dtype, {x.dtype}, "the dtype of x");
+}
+
+}  // namespace
+
+void layer_norm_grad(ConstTensorView dy, ConstTensorView x, ConstTensorView variance, ConstTensorView mean,
+                     std::optional<ConstTensorView> gamma, TensorView pd_x, TensorView pd_gamma, TensorView pd_beta,
+                     const GradOptions& options) {
+  Checker c("layer_norm_grad");
+  const bool want_gamma = options.compute_pd_gamma && pd_gamma.data != nullptr;
+  const bool want_beta = options.compute_pd_beta && pd_beta.data != nullptr;
+  GradSetup setup = check_grad_inputs(
+      c, dy, x, variance, mean, gamma, options.statistic, options.epsilon, options.normalized_ndim,
+      options.num_threads,
+      {{want_gamma ? "pd_gamma" : nullptr, pd_gamma.shape.rank()}, {want_beta ? "pd_beta" : nullptr, pd_beta.shape.rank()}});
+
+  if (options.compute_pd_x) check_like_x(c, "pd_x", pd_x, x);
   std::optional<Dtype> param_dtype;
   if (gamma) param_dtype = gamma->dtype;
   for (auto [name, wanted, view] : {std::tuple{"pd_gamma", options.compute_pd_gamma, &pd_gamma},
                                     std::tuple{"pd_beta", options.compute_pd_beta, &pd_beta}}) {
     if (!wanted) continue;
     c.tensor(name, *view);
-    c.shape_equals(name, view->shape, norm_shape, "x's trailing axes");
+    c.shape_equals(name, view->shape, setup.norm_shape, "x's trailing axes");
     if (param_dtype) {
       c.dtype_in(name, view->dtype, {*param_dtype}, gamma ? "the dtype of gamma" : "the dtype of pd_gamma");
     } else {
@@ -225,37 +299,19 @@ void layer_norm_grad(ConstTensorView dy, ConstTensorView x, ConstTensorView vari
       param_dtype = view->dtype;
     }
   }
-  const double eps = options.statistic == Statistic::variance ? c.epsilon(options.epsilon, x.dtype) : 0.0;
-  const int threads = static_cast<int>(c.threads(options.num_threads));
-
-  c.input("dy", dy);
-  c.input("x", x);
-  c.input(stat_name, variance);
-  c.input("mean", mean);
-  if (gamma) c.input("gamma", *gamma);
   if (options.compute_pd_x) c.output("pd_x", pd_x, {"dy", "x"}, false);
   if (options.compute_pd_gamma) c.output("pd_gamma", pd_gamma, {}, true);
   if (options.compute_pd_beta) c.output("pd_beta", pd_beta, {}, true);
 
-  kernels::GradArgs args;
-  args.dtype = x.dtype;
-  args.h = h;
-  args.dy = dy.data;
-  args.x = x.data;
-  args.mean = mean.data;
-  args.stat = variance.data;
-  args.stat_dtype = mean.dtype;
-  args.stat_is_rstd = options.statistic == Statistic::rstd;
-  args.epsilon = eps;
-  args.pd_x = options.compute_pd_x ? pd_x.data : nullptr;
+  setup.args.pd_x = options.compute_pd_x ? pd_x.data : nullptr;
   ColumnSums sums;
   if (options.compute_pd_gamma) sums.pd_gamma = pd_gamma;
   if (options.compute_pd_beta) sums.pd_beta = pd_beta;
-  if (args.pd_x == nullptr && sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) return;
+  if (setup.args.pd_x == nullptr && sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) return;
   if (x.dtype == Dtype::float64) {
-    run_grad<double>(args, gamma, rows, threads, sums);
+    run_grad<double>(setup.args, gamma, setup.rows, setup.threads, sums);
   } else {
-    run_grad<float>(args, gamma, rows, threads, sums);
+    run_grad<float>(setup.args, gamma, setup.rows, setup.threads, sums);
   }
 }
 
@@ -263,36 +319,9 @@ void layer_norm_grad_x(ConstTensorView dy, ConstTensorView x, ConstTensorView va
                        std::optional<ConstTensorView> gamma, TensorView pd_x, TensorView res_for_gamma,
                        const GradXOptions& options) {
   Checker c("layer_norm_grad_x");
-  c.tensor("x", x);
-  if (x.shape.rank() < 1) c.fail("x", "rank >= 1", "rank 0");
-  c.tensor("dy", dy);
-  c.shape_equals("dy", dy.shape, x.shape, "the shape of x");
-  c.dtype_in("dy", dy.dtype, {x.dtype}, "the dtype of x");
-  NormalizedAxes axes(c, x.shape.rank());
-  if (gamma) {
-    c.tensor("gamma", *gamma);
-    axes.from("gamma", gamma->shape.rank());
-  }
-  axes.from_option(options.normalized_ndim);
-  c.tensor("mean", mean);
-  axes.from_statistic("mean", mean.shape, x.shape);
-  const int ndim = axes.get();
-  const Shape norm_shape = api::trailing(x.shape, ndim);
-  const std::int64_t h = api::numel(norm_shape);
-  const std::int64_t rows = api::numel(x.shape) / h;
-  if (gamma) {
-    c.shape_equals("gamma", gamma->shape, norm_shape, "x's trailing axes");
-    c.dtype_in("gamma", gamma->dtype, param_dtypes(x.dtype), "x's dtype or float32");
-  }
-  check_statistic_shape(c, "mean", mean.shape, x.shape, ndim);
-  c.dtype_in("mean", mean.dtype, stat_dtypes(x.dtype), "never narrower than x");
-  const char* stat_name = options.statistic == Statistic::rstd ? "variance (rstd)" : "variance";
-  c.tensor(stat_name, variance);
-  c.shape_equals(stat_name, variance.shape, mean.shape, "the shape of mean");
-  c.dtype_in(stat_name, variance.dtype, {mean.dtype}, "the dtype of mean");
-  c.tensor("pd_x", pd_x);
-  c.shape_equals("pd_x", pd_x.shape, x.shape, "the shape of x");
-  c.dtype_in("pd_x", pd_x.dtype, {x.dtype}, "the dtype of x");
+  GradSetup setup = check_grad_inputs(c, dy, x, variance, mean, gamma, options.statistic, options.epsilon,
+                                      options.normalized_ndim, options.num_threads, {});
+  check_like_x(c, "pd_x", pd_x, x);
   c.tensor("res_for_gamma", res_for_gamma);
   c.shape_equals("res_for_gamma", res_for_gamma.shape, x.shape, "the shape of x");
   if (x.dtype == Dtype::float64) {
@@ -300,33 +329,16 @@ void layer_norm_grad_x(ConstTensorView dy, ConstTensorView x, ConstTensorView va
   } else {
     c.dtype_in("res_for_gamma", res_for_gamma.dtype, {x.dtype, Dtype::float32}, "x's dtype or float32");
   }
-  const double eps = options.statistic == Statistic::variance ? c.epsilon(options.epsilon, x.dtype) : 0.0;
-  const int threads = static_cast<int>(c.threads(options.num_threads));
-  c.input("dy", dy);
-  c.input("x", x);
-  c.input(stat_name, variance);
-  c.input("mean", mean);
-  if (gamma) c.input("gamma", *gamma);
   c.output("pd_x", pd_x, {"dy", "x"}, false);
   c.output("res_for_gamma", res_for_gamma, {"dy", "x"}, false);
 
-  kernels::GradArgs args;
-  args.dtype = x.dtype;
-  args.h = h;
-  args.dy = dy.data;
-  args.x = x.data;
-  args.mean = mean.data;
-  args.stat = variance.data;
-  args.stat_dtype = mean.dtype;
-  args.stat_is_rstd = options.statistic == Statistic::rstd;
-  args.epsilon = eps;
-  args.pd_x = pd_x.data;
-  args.res_for_gamma = res_for_gamma.data;
-  args.res_dtype = res_for_gamma.dtype;
+  setup.args.pd_x = pd_x.data;
+  setup.args.res_for_gamma = res_for_gamma.data;
+  setup.args.res_dtype = res_for_gamma.dtype;
   if (x.dtype == Dtype::float64) {
-    run_grad<double>(args, gamma, rows, threads, {});
+    run_grad<double>(setup.args, gamma, setup.rows, setup.threads, {});
   } else {
-    run_grad<float>(args, gamma, rows, threads, {});
+    run_grad<float>(setup.args, gamma, setup.rows, setup.threads, {});
   }
 }
 
@@ -337,7 +349,7 @@ void run_beta(const kernels::BetaArgs& args, std::int64_t rows, int threads, con
   const kernels::KernelTable& k = kernels::active();
   std::vector<A>& out = scratch<A>(1);
   out.resize(static_cast<std::size_t>(2 * args.h));
-  runtime::RowsFn<A> fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
+  auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
   runtime::reduce_rows<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, kernels::add_fn<A>(k),
                           out.data(), out.data() + args.h);
   store_params(out.data(), pd_gamma, args.h);

@@ -37,19 +37,17 @@ std::string dtype_list(std::initializer_list<Dtype> dtypes) {
   return out;
 }
 
-void Checker::dtype_in(const char* name, Dtype given, std::initializer_list<Dtype> allowed,
-                       const std::string& why) const {
+void Checker::dtype_in(const char* name, Dtype given, std::initializer_list<Dtype> allowed, const char* why) const {
   for (Dtype d : allowed) {
     if (d == given) return;
   }
-  fail(name, "dtype " + dtype_list(allowed) + (why.empty() ? "" : " (" + why + ")"), dtype_name(given));
+  fail(name, "dtype " + dtype_list(allowed) + " (" + why + ")", dtype_name(given));
 }
 
-void Checker::shape_equals(const char* name, const Shape& given, const Shape& expected,
-                           const std::string& why) const {
+void Checker::shape_equals(const char* name, const Shape& given, const Shape& expected, const char* why) const {
   bool same = given.rank() == expected.rank();
   for (int i = 0; same && i < given.rank(); ++i) same = given[i] == expected[i];
-  if (!same) fail(name, "shape " + expected.str() + (why.empty() ? "" : " (" + why + ")"), given.str());
+  if (!same) fail(name, "shape " + expected.str() + " (" + why + ")", given.str());
 }
 
 std::int64_t Checker::threads(int requested) const {
@@ -73,20 +71,22 @@ std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(
 
 void Checker::input(const char* name, const ConstTensorView& view) {
   const std::uintptr_t b = address(view.data);
-  inputs_.push_back({name, b, b + static_cast<std::uintptr_t>(numel(view.shape)) * dtype_size(view.dtype),
-                     view.dtype});
+  inputs_[n_inputs_++] = {name, b, b + static_cast<std::uintptr_t>(numel(view.shape)) * dtype_size(view.dtype),
+                          view.dtype};
 }
 
 void Checker::output(const char* name, const TensorView& view, std::initializer_list<const char*> in_place_ok,
                      bool written_at_end) {
   const std::uintptr_t b = address(view.data);
   const Region me{name, b, b + static_cast<std::uintptr_t>(numel(view.shape)) * dtype_size(view.dtype), view.dtype};
-  for (const Region& other : outputs_) {
+  for (int i = 0; i < n_outputs_; ++i) {
+    const Region& other = outputs_[i];
     if (me.begin < other.end && other.begin < me.end) {
       fail(name, "memory disjoint from the other outputs", "a buffer overlapping " + std::string(other.name));
     }
   }
-  for (const Region& in : inputs_) {
+  for (int i = 0; i < n_inputs_; ++i) {
+    const Region& in = inputs_[i];
     if (!(me.begin < in.end && in.begin < me.end)) continue;
     const bool identical = me.begin == in.begin && me.end == in.end && me.dtype == in.dtype;
     bool allowed = identical && written_at_end;
@@ -101,7 +101,7 @@ void Checker::output(const char* name, const TensorView& view, std::initializer_
       fail(name, rule, "a buffer overlapping " + std::string(in.name));
     }
   }
-  outputs_.push_back(me);
+  outputs_[n_outputs_++] = me;
 }
 
 Shape trailing(const Shape& s, int ndim) {

@@ -22,9 +22,9 @@ class Checker {
   // and a byte size that fits in 64 bits. Returns the element count.
   std::int64_t tensor(const char* name, const ConstTensorView& view) const;
 
-  void dtype_in(const char* name, Dtype given, std::initializer_list<Dtype> allowed,
-                const std::string& why) const;
-  void shape_equals(const char* name, const Shape& given, const Shape& expected, const std::string& why) const;
+  // `why` is a literal explaining the rule; strings are built only on failure.
+  void dtype_in(const char* name, Dtype given, std::initializer_list<Dtype> allowed, const char* why) const;
+  void shape_equals(const char* name, const Shape& given, const Shape& expected, const char* why) const;
   std::int64_t threads(int requested) const;  // 0 -> default; negative refused
   double epsilon(std::optional<double> given, Dtype x_dtype) const;
 
@@ -42,7 +42,9 @@ class Checker {
     Dtype dtype;
   };
   const char* function_;
-  std::vector<Region> inputs_, outputs_;
+  // At most 5 inputs and 4 outputs per operator: fixed storage, no allocation.
+  Region inputs_[8] = {}, outputs_[8] = {};
+  int n_inputs_ = 0, n_outputs_ = 0;
 };
 
 std::string dtype_list(std::initializer_list<Dtype> dtypes);

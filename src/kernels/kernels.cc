@@ -20,6 +20,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "common/scalar.hpp"
 #include "kernels/kernels.hpp"
@@ -28,6 +29,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/kernels.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 // F16C hardware conversions round correctly; Highway 1.0.3's emulation for the
@@ -86,16 +88,21 @@ HWY_INLINE hn::Vec<DF> LoadAs(DF df, const f16* p) {
 #endif
 }
 
+// Encode: a float (or double) vector in the storage representation; 16-bit
+// types become uint16_t lanes.
+template <typename T>
+using StorageLane = std::conditional_t<sizeof(T) == 2, uint16_t, T>;
+
 template <class DF>
-HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, float* p) {
-  hn::StoreU(v, df, p);
+HWY_INLINE hn::Vec<DF> Encode(DF /* df */, hn::Vec<DF> v, float* /* tag */) {
+  return v;
 }
 template <class DF>
-HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, double* p) {
-  hn::StoreU(v, df, p);
+HWY_INLINE hn::Vec<DF> Encode(DF /* df */, hn::Vec<DF> v, double* /* tag */) {
+  return v;
 }
 template <class DF>
-HWY_INLINE void StoreAs(DF /* df */, hn::Vec<DF> v, bf16* p) {
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF /* df */, hn::Vec<DF> v, bf16* /* tag */) {
   // Round to nearest-even (Highway 1.0.3's DemoteTo truncates); NaN stays NaN.
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
@@ -105,18 +112,19 @@ HWY_INLINE void StoreAs(DF /* df */, hn::Vec<DF> v, bf16* p) {
   const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
   const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
   const auto out = hn::IfThenElse(hn::RebindMask(du32, v != v), quiet, rounded);
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, reinterpret_cast<uint16_t*>(p));
+  return hn::DemoteTo(du16, hn::BitCast(di32, out));
 }
 template <class DF>
-HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, f16* p) {
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, f16* /* tag */) {
+  const hn::Rebind<uint16_t, DF> du16;
 #if LNGRAD_HW_F16
   const hn::Rebind<f16, DF> df16;
-  hn::StoreU(hn::DemoteTo(df16, v), df16, p);
+  (void)df;
+  return hn::BitCast(du16, hn::DemoteTo(df16, v));
 #else
   // Vector form of lngrad::float_to_float16 (round to nearest-even).
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
-  const hn::Rebind<uint16_t, DF> du16;
   const auto u = hn::BitCast(du32, v);
   const auto sign = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 0x8000u));
   const auto a = hn::And(u, hn::Set(du32, 0x7FFFFFFFu));
@@ -130,8 +138,21 @@ HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, f16* p) {
   const auto odd = hn::And(hn::ShiftRight<13>(a), hn::Set(du32, 1u));
   const auto normal = hn::ShiftRight<13>(hn::Add(hn::Add(a, hn::Set(du32, 0xC8000FFFu)), odd));
   const auto out = hn::Or(sign, hn::IfThenElse(is_big, big, hn::IfThenElse(is_small, small, normal)));
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, out)), du16, reinterpret_cast<uint16_t*>(p));
+  return hn::DemoteTo(du16, hn::BitCast(di32, out));
 #endif
+}
+
+template <class DF, typename T>
+HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, T* p) {
+  const auto e = Encode(df, v, p);
+  hn::StoreU(e, hn::DFromV<decltype(e)>(), reinterpret_cast<StorageLane<T>*>(p));
+}
+
+// Non-temporal store; p must be aligned to the encoded vector's size.
+template <class DF, typename T>
+HWY_INLINE void StreamAs(DF df, hn::Vec<DF> v, T* p) {
+  const auto e = Encode(df, v, p);
+  hn::Stream(e, hn::DFromV<decltype(e)>(), reinterpret_cast<StorageLane<T>*>(p));
 }
 
 // Tails (fewer than Lanes elements) go through a zeroed lane-sized buffer so
@@ -154,6 +175,14 @@ HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
 
 // ---- layer_norm_grad / layer_norm_grad_x rows. -------------------------------
 
+// Rows go in groups whose dy and x stay in cache (up to kGroupRows rows,
+// about kGroupBytes): pass 1 reads each row from memory once for its sums;
+// pass 2 walks the group's columns together, so the pd_gamma/pd_beta
+// partials are read and written once per group rather than once per row,
+// in the same row order (bit-identical to summing row by row).
+constexpr size_t kGroupRows = 4;  // measured best of 1, 2, 4, 8 (16384x4096 float32)
+constexpr size_t kGroupBytes = 256 * 1024;
+
 template <class DF, typename T, typename TR, bool kPdX, bool kRes, bool kAcc>
 void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* acc_gamma_v, void* acc_beta_v) {
   using A = hn::TFromD<DF>;
@@ -164,17 +193,25 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   A* acc_gamma = static_cast<A*>(acc_gamma_v);
   A* acc_beta = static_cast<A*>(acc_beta_v);
   const A inv_h = A(1) / static_cast<A>(h);
+  const size_t group = HWY_MAX(size_t{1}, HWY_MIN(kGroupRows, kGroupBytes / (2 * h * sizeof(T))));
+  const T* dy_base = static_cast<const T*>(args.dy);
+  const T* x_base = static_cast<const T*>(args.x);
 
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const T* dy = static_cast<const T*>(args.dy) + static_cast<size_t>(r) * h;
-    const T* x = static_cast<const T*>(args.x) + static_cast<size_t>(r) * h;
-    const A mean = static_cast<A>(load_scalar(args.mean, args.stat_dtype, r));
+  // Per-row coefficients of pd_x = rstd*(g - S1/H) + a*(xm - S3/H).
+  struct Row {
+    A mean, rstd, a, mean_g, mean_xm;
+  };
+
+  // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm); two accumulator sets
+  // keep the FMA pipes busy.
+  auto pass1 = [&](int64_t r) HWY_ATTR {
+    const T* dy = dy_base + static_cast<size_t>(r) * h;
+    const T* x = x_base + static_cast<size_t>(r) * h;
+    Row row;
+    row.mean = static_cast<A>(load_scalar(args.mean, args.stat_dtype, r));
     const A stat = static_cast<A>(load_scalar(args.stat, args.stat_dtype, r));
-    const A rstd = args.stat_is_rstd ? stat : A(1) / std::sqrt(stat + static_cast<A>(args.epsilon));
-    const auto vmean = hn::Set(df, mean);
-
-    // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm); two accumulator sets
-    // keep the FMA pipes busy.
+    row.rstd = args.stat_is_rstd ? stat : A(1) / std::sqrt(stat + static_cast<A>(args.epsilon));
+    const auto vmean = hn::Set(df, row.mean);
     auto s1a = hn::Zero(df), s2a = hn::Zero(df), s3a = hn::Zero(df);
     auto s1b = hn::Zero(df), s2b = hn::Zero(df), s3b = hn::Zero(df);
     size_t j = 0;
@@ -208,48 +245,88 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     const A s1 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s1a, s1b)));
     const A s2 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s2a, s2b)));
     const A s3 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s3a, s3b)));
+    const A pd_var = A(-0.5) * s2 * (row.rstd * row.rstd * row.rstd);
+    row.a = A(2) * pd_var * inv_h;
+    row.mean_g = s1 * inv_h;
+    row.mean_xm = s3 * inv_h;
+    return row;
+  };
 
-    const A pd_var = A(-0.5) * s2 * (rstd * rstd * rstd);
-    const auto va = hn::Set(df, A(2) * pd_var * inv_h);
-    const auto vmean_g = hn::Set(df, s1 * inv_h);
-    const auto vmean_xm = hn::Set(df, s3 * inv_h);
-    const auto vrstd = hn::Set(df, rstd);
+  // Streaming stores need every row of the group aligned alike.
+  const size_t vector_bytes = N * sizeof(T);
+  const bool stream = kPdX && args.stream_pd_x && (h * sizeof(T)) % vector_bytes == 0;
+  bool first_group = true;
+  for (int64_t g0 = row_begin; g0 < row_end; g0 += static_cast<int64_t>(group)) {
+    const size_t rows = static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - g0));
+    Row coef[kGroupRows];
+    for (size_t k = 0; k < rows; ++k) coef[k] = pass1(g0 + static_cast<int64_t>(k));
+    const size_t offset = static_cast<size_t>(g0) * h;
 
-    // Pass 2 over the cached row. Loads of index j precede its stores, so
-    // pd_x/res_for_gamma may be dy or x itself (in-place).
-    T* pd_x = kPdX ? static_cast<T*>(args.pd_x) + static_cast<size_t>(r) * h : nullptr;
-    TR* res = kRes ? static_cast<TR*>(args.res_for_gamma) + static_cast<size_t>(r) * h : nullptr;
-    auto body = [&](auto d, auto xv, auto gam, auto store, size_t k) HWY_ATTR {
-      const auto xm = hn::Sub(xv, vmean);
-      const auto res_v = hn::Mul(xm, vrstd);
-      if constexpr (kPdX) {
-        const auto centred_g = hn::Sub(hn::Mul(d, gam), vmean_g);
-        store(hn::MulAdd(centred_g, vrstd, hn::Mul(va, hn::Sub(xm, vmean_xm))), pd_x + k);
+    // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
+    // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
+    // dy or x itself (in-place).
+    auto columns = [&](size_t j0, size_t n, bool full, bool stream_now) HWY_ATTR {
+      auto sum_g = hn::Zero(df), sum_b = hn::Zero(df);
+      if (kAcc && !first_group) {
+        sum_g = full ? hn::LoadU(df, acc_gamma + j0) : LoadTail(df, acc_gamma + j0, n);
+        sum_b = full ? hn::LoadU(df, acc_beta + j0) : LoadTail(df, acc_beta + j0, n);
       }
-      if constexpr (kRes) store(res_v, res + k);
-      return res_v;
+      const auto gam = full ? hn::LoadU(df, gamma + j0) : LoadTail(df, gamma + j0, n);
+      for (size_t k = 0; k < rows; ++k) {
+        const size_t at = offset + k * h + j0;
+        const auto d = full ? LoadAs(df, dy_base + at) : LoadTail(df, dy_base + at, n);
+        const auto xm = hn::Sub(full ? LoadAs(df, x_base + at) : LoadTail(df, x_base + at, n), hn::Set(df, coef[k].mean));
+        const auto vrstd = hn::Set(df, coef[k].rstd);
+        const auto res_v = hn::Mul(xm, vrstd);
+        if constexpr (kPdX) {
+          const auto centred_g = hn::Sub(hn::Mul(d, gam), hn::Set(df, coef[k].mean_g));
+          const auto centred_xm = hn::Sub(xm, hn::Set(df, coef[k].mean_xm));
+          const auto out = hn::MulAdd(centred_g, vrstd, hn::Mul(hn::Set(df, coef[k].a), centred_xm));
+          T* pd_x = static_cast<T*>(args.pd_x) + at;
+          if (!full) {
+            StoreTail(df, out, pd_x, n);
+          } else if (stream_now) {
+            StreamAs(df, out, pd_x);
+          } else {
+            StoreAs(df, out, pd_x);
+          }
+        }
+        if constexpr (kRes) {
+          TR* res = static_cast<TR*>(args.res_for_gamma) + at;
+          if (full) {
+            StoreAs(df, res_v, res);
+          } else {
+            StoreTail(df, res_v, res, n);
+          }
+        }
+        if constexpr (kAcc) {
+          sum_g = hn::MulAdd(d, res_v, sum_g);
+          sum_b = hn::Add(sum_b, d);
+        }
+      }
+      if constexpr (kAcc) {
+        if (full) {
+          hn::StoreU(sum_g, df, acc_gamma + j0);
+          hn::StoreU(sum_b, df, acc_beta + j0);
+        } else {
+          StoreTail(df, sum_g, acc_gamma + j0, n);
+          StoreTail(df, sum_b, acc_beta + j0, n);
+        }
+      }
     };
-    j = 0;
-    for (; j + N <= h; j += N) {
-      const auto d = LoadAs(df, dy + j);
-      const auto res_v = body(d, LoadAs(df, x + j), hn::LoadU(df, gamma + j),
-                              [&](auto v, auto* p) HWY_ATTR { StoreAs(df, v, p); }, j);
-      if constexpr (kAcc) {
-        hn::StoreU(hn::MulAdd(d, res_v, hn::LoadU(df, acc_gamma + j)), df, acc_gamma + j);
-        hn::StoreU(hn::Add(d, hn::LoadU(df, acc_beta + j)), df, acc_beta + j);
-      }
+    // Streaming needs pd_x + j aligned to a vector: peel a head to get there.
+    size_t head = 0;
+    if (stream) {
+      const size_t misalign = reinterpret_cast<uintptr_t>(static_cast<T*>(args.pd_x) + offset) % vector_bytes;
+      if (misalign % sizeof(T) == 0 && misalign != 0) head = HWY_MIN(h, (vector_bytes - misalign) / sizeof(T));
     }
-    if (j < h) {
-      const size_t n = h - j;
-      const auto d = LoadTail(df, dy + j, n);
-      const auto res_v = body(d, LoadTail(df, x + j, n), LoadTail(df, gamma + j, n),
-                              [&](auto v, auto* p) HWY_ATTR { StoreTail(df, v, p, n); }, j);
-      if constexpr (kAcc) {
-        StoreTail(df, hn::MulAdd(d, res_v, LoadTail(df, acc_gamma + j, n)), acc_gamma + j, n);
-        StoreTail(df, hn::Add(d, LoadTail(df, acc_beta + j, n)), acc_beta + j, n);
-      }
-    }
+    if (head != 0) columns(0, head, false, false);
+    size_t j = head;
+    for (; j + N <= h; j += N) columns(j, N, true, stream);
+    if (j < h) columns(j, h - j, false, false);
+    first_group = false;
   }
+  if (stream) hwy::FlushStream();  // order the streamed stores before returning
 }
 
 template <class DF, typename T, typename TR>
@@ -297,21 +374,39 @@ void BetaRowsT(const BetaArgs& args, int64_t row_begin, int64_t row_end, void* a
   const size_t h = static_cast<size_t>(args.h);
   A* acc_gamma = static_cast<A*>(acc_gamma_v);
   A* acc_beta = static_cast<A*>(acc_beta_v);
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const TD* dy = static_cast<const TD*>(args.dy) + static_cast<size_t>(r) * h;
-    const TR* res = static_cast<const TR*>(args.res_for_gamma) + static_cast<size_t>(r) * h;
+  const TD* dy = static_cast<const TD*>(args.dy);
+  const TR* res = static_cast<const TR*>(args.res_for_gamma);
+  // Column-wise over groups of rows, as GradRowsT: one read and write of the
+  // partial sums per group, rows added in order.
+  const size_t group = HWY_MAX(size_t{1}, HWY_MIN(kGroupRows, kGroupBytes / (h * (sizeof(TD) + sizeof(TR)))));
+  bool first_group = true;
+  for (int64_t g0 = row_begin; g0 < row_end; g0 += static_cast<int64_t>(group)) {
+    const size_t rows = static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - g0));
+    const size_t offset = static_cast<size_t>(g0) * h;
+    auto columns = [&](size_t j0, size_t n, bool full) HWY_ATTR {
+      auto sum_g = hn::Zero(df), sum_b = hn::Zero(df);
+      if (!first_group) {
+        sum_g = full ? hn::LoadU(df, acc_gamma + j0) : LoadTail(df, acc_gamma + j0, n);
+        sum_b = full ? hn::LoadU(df, acc_beta + j0) : LoadTail(df, acc_beta + j0, n);
+      }
+      for (size_t k = 0; k < rows; ++k) {
+        const size_t at = offset + k * h + j0;
+        const auto d = full ? LoadAs(df, dy + at) : LoadTail(df, dy + at, n);
+        sum_g = hn::MulAdd(d, full ? LoadAs(df, res + at) : LoadTail(df, res + at, n), sum_g);
+        sum_b = hn::Add(sum_b, d);
+      }
+      if (full) {
+        hn::StoreU(sum_g, df, acc_gamma + j0);
+        hn::StoreU(sum_b, df, acc_beta + j0);
+      } else {
+        StoreTail(df, sum_g, acc_gamma + j0, n);
+        StoreTail(df, sum_b, acc_beta + j0, n);
+      }
+    };
     size_t j = 0;
-    for (; j + N <= h; j += N) {
-      const auto d = LoadAs(df, dy + j);
-      hn::StoreU(hn::MulAdd(d, LoadAs(df, res + j), hn::LoadU(df, acc_gamma + j)), df, acc_gamma + j);
-      hn::StoreU(hn::Add(d, hn::LoadU(df, acc_beta + j)), df, acc_beta + j);
-    }
-    if (j < h) {
-      const size_t n = h - j;
-      const auto d = LoadTail(df, dy + j, n);
-      StoreTail(df, hn::MulAdd(d, LoadTail(df, res + j, n), LoadTail(df, acc_gamma + j, n)), acc_gamma + j, n);
-      StoreTail(df, hn::Add(d, LoadTail(df, acc_beta + j, n)), acc_beta + j, n);
-    }
+    for (; j + N <= h; j += N) columns(j, N, true);
+    if (j < h) columns(j, h - j, false);
+    first_group = false;
   }
 }
 

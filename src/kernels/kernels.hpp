@@ -12,8 +12,9 @@
 namespace lngrad::kernels {
 
 // Row gradient: for each row r, pd_x and res_for_gamma (either may be null),
-// and, when acc_gamma/acc_beta are given, ADDS dy*res_for_gamma and dy to them.
-// Accumulators are float, or double when dtype is float64.
+// and, when acc_gamma/acc_beta are given, WRITES the sums over the rows of
+// dy*res_for_gamma and dy to them (in row order). Accumulators are float, or
+// double when dtype is float64.
 struct GradArgs {
   Dtype dtype = Dtype::float32;  // dy, x, pd_x
   std::int64_t h = 0;
@@ -28,6 +29,7 @@ struct GradArgs {
   void* pd_x = nullptr;
   void* res_for_gamma = nullptr;
   Dtype res_dtype = Dtype::float32;
+  bool stream_pd_x = false;  // non-temporal stores: pd_x will not be read from cache soon
 };
 
 struct BetaArgs {
@@ -59,6 +61,7 @@ struct KernelTable {
   void (*beta_rows)(const BetaArgs&, std::int64_t row_begin, std::int64_t row_end, void* acc_gamma,
                     void* acc_beta);
   void (*forward_rows)(const ForwardArgs&, std::int64_t row_begin, std::int64_t row_end);
+  // beta_rows WRITES its column sums likewise.
   // dst[i] += src[i], in float or double.
   void (*add_f32)(float* dst, const float* src, std::int64_t n);
   void (*add_f64)(double* dst, const double* src, std::int64_t n);

@@ -27,6 +27,20 @@ Plan plan_for(std::int64_t rows) {
   return p;
 }
 
+// A fixed-capacity stack: the pairwise levels never exceed 64.
+template <typename T>
+class SmallStack {
+ public:
+  void push_back(T v) { items_[size_++] = v; }
+  void pop_back() { --size_; }
+  T& back() { return items_[size_ - 1]; }
+  std::size_t size() const { return size_; }
+
+ private:
+  T items_[66];
+  std::size_t size_ = 0;
+};
+
 // Per-thread scratch: one buffer per pairwise level plus one being filled.
 std::int64_t buffers_per_worker(const Plan& p) { return p.levels + 1; }
 
@@ -51,7 +65,7 @@ std::int64_t reduce_workspace_bytes(std::int64_t rows, std::int64_t h, int threa
 }
 
 template <typename A>
-void reduce_rows(std::int64_t rows, std::int64_t h, int threads, const RowsFn<A>& fn, AddFn<A> add,
+void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, AddFn<A> add,
                  A* sum_gamma, A* sum_beta) {
   const Plan p = plan_for(rows);
   threads = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), p.chunks));
@@ -64,15 +78,14 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, const RowsFn<A>
 
   parallel_for(p.chunks, threads, [&](std::int64_t chunk, int worker) {
     A* mine = scratch + worker * per_worker * width;
-    std::vector<A*> free_buffers, stack;
+    SmallStack<A*> free_buffers, stack;
     for (std::int64_t i = 0; i < per_worker; ++i) free_buffers.push_back(mine + i * width);
     const std::int64_t first = chunk * p.blocks_per_chunk;
     const std::int64_t last = std::min(first + p.blocks_per_chunk, p.blocks);
     for (std::int64_t block = first; block < last; ++block) {
       A* cur = free_buffers.back();
       free_buffers.pop_back();
-      std::fill(cur, cur + width, A(0));
-      const std::int64_t r0 = block * kBlockRows;
+      const std::int64_t r0 = block * kBlockRows;  // fn writes the block's sums into cur
       fn(r0, std::min(r0 + kBlockRows, rows), cur, cur + h);
       // Binary-counter merge: equal-sized neighbours combine (left += right).
       for (std::int64_t n = block - first; n & 1; n >>= 1) {
@@ -109,13 +122,13 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, const RowsFn<A>
   std::memcpy(sum_beta, chunk_sums + h, sizeof(A) * static_cast<std::size_t>(h));
 }
 
-template void reduce_rows<float>(std::int64_t, std::int64_t, int, const RowsFn<float>&, AddFn<float>, float*,
+template void reduce_rows<float>(std::int64_t, std::int64_t, int, RowsFn<float>, AddFn<float>, float*,
                                  float*);
-template void reduce_rows<double>(std::int64_t, std::int64_t, int, const RowsFn<double>&, AddFn<double>,
+template void reduce_rows<double>(std::int64_t, std::int64_t, int, RowsFn<double>, AddFn<double>,
                                   double*, double*);
 
 void for_rows(std::int64_t rows, std::int64_t h, int threads,
-              const std::function<void(std::int64_t, std::int64_t)>& fn) {
+              FunctionRef<void(std::int64_t, std::int64_t)> fn) {
   // Tasks of about 64K elements, at least 4 per thread for balance.
   std::int64_t rows_per_task = std::max<std::int64_t>(1, (1 << 16) / h);
   rows_per_task = std::min(rows_per_task, std::max<std::int64_t>(1, rows / (4 * std::max(threads, 1))));

@@ -7,28 +7,29 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+
+#include "runtime/function_ref.hpp"
 
 namespace lngrad::runtime {
 
 inline constexpr std::int64_t kBlockRows = 8;
 inline constexpr std::int64_t kMaxChunks = 32;
 
-// fn(row_begin, row_end, acc_gamma, acc_beta) adds the rows' contributions to
-// the accumulators (h elements each). add(dst, src, n) is dst += src.
+// fn(row_begin, row_end, acc_gamma, acc_beta) writes the rows' column sums
+// (h elements each). add(dst, src, n) is dst += src.
 template <typename A>
-using RowsFn = std::function<void(std::int64_t, std::int64_t, A*, A*)>;
+using RowsFn = FunctionRef<void(std::int64_t, std::int64_t, A*, A*)>;
 template <typename A>
 using AddFn = void (*)(A*, const A*, std::int64_t);
 
 // On return sum_gamma and sum_beta (h elements each) hold the column sums.
 template <typename A>
-void reduce_rows(std::int64_t rows, std::int64_t h, int threads, const RowsFn<A>& fn, AddFn<A> add,
+void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, AddFn<A> add,
                  A* sum_gamma, A* sum_beta);
 
 // fn(row_begin, row_end) over all rows, for kernels without column sums.
 void for_rows(std::int64_t rows, std::int64_t h, int threads,
-              const std::function<void(std::int64_t, std::int64_t)>& fn);
+              FunctionRef<void(std::int64_t, std::int64_t)> fn);
 
 // Bytes of workspace reduce_rows uses for this problem (for reports).
 std::int64_t reduce_workspace_bytes(std::int64_t rows, std::int64_t h, int threads, std::int64_t acc_size);

@@ -1,6 +1,7 @@
 #include "runtime/thread_pool.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -21,6 +22,17 @@ int available_cores() {
   return hc > 0 ? static_cast<int>(hc) : 1;
 }
 
+std::int64_t last_level_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+      const long v = sysconf(name);
+      if (v > 0) return static_cast<std::int64_t>(v);
+    }
+    return std::int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
 namespace {
 
 thread_local bool t_inside_task = false;
@@ -38,7 +50,7 @@ class Pool {
   }
 
   // Caller holds run_mutex_.
-  void run(std::int64_t tasks, int threads, const std::function<void(std::int64_t, int)>& task) {
+  void run(std::int64_t tasks, int threads, FunctionRef<void(std::int64_t, int)> task) {
     grow(threads - 1);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -107,7 +119,7 @@ class Pool {
   std::vector<std::thread> workers_;
   std::uint64_t generation_ = 0;
   bool stopping_ = false;
-  const std::function<void(std::int64_t, int)>* task_ = nullptr;
+  const FunctionRef<void(std::int64_t, int)>* task_ = nullptr;
   std::int64_t tasks_ = 0;
   int helpers_ = 0;
   std::atomic<std::int64_t> next_{0};
@@ -119,13 +131,13 @@ Pool& pool() {
   return instance;
 }
 
-void run_serial(std::int64_t tasks, const std::function<void(std::int64_t, int)>& task) {
+void run_serial(std::int64_t tasks, FunctionRef<void(std::int64_t, int)> task) {
   for (std::int64_t i = 0; i < tasks; ++i) task(i, 0);
 }
 
 }  // namespace
 
-void parallel_for(std::int64_t tasks, int threads, const std::function<void(std::int64_t, int)>& task) {
+void parallel_for(std::int64_t tasks, int threads, FunctionRef<void(std::int64_t, int)> task) {
   if (threads > tasks) threads = static_cast<int>(tasks);
   if (threads <= 1 || t_inside_task) return run_serial(tasks, task);
   Pool& p = pool();

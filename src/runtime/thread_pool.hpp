@@ -6,16 +6,20 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+
+#include "runtime/function_ref.hpp"
 
 namespace lngrad::runtime {
 
 // Cores available to this process (affinity mask), at least 1.
 int available_cores();
 
+// Size of the last-level cache in bytes (32 MiB when the OS does not say).
+std::int64_t last_level_cache_bytes();
+
 // Runs task(index, worker) for every index in [0, tasks) on up to `threads`
 // threads, the caller included; worker is in [0, threads). Returns when all
 // tasks are done.
-void parallel_for(std::int64_t tasks, int threads, const std::function<void(std::int64_t, int)>& task);
+void parallel_for(std::int64_t tasks, int threads, FunctionRef<void(std::int64_t, int)> task);
 
 }  // namespace lngrad::runtime

@@ -1,0 +1,38 @@
+// Command line of lngrad-bench.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lngrad/lngrad.hpp"
+
+namespace lngrad_bench {
+
+struct ShapeArg {
+  std::int64_t rows = 0, h = 0;
+  std::string str() const { return std::to_string(rows) + "x" + std::to_string(h); }
+};
+
+struct Options {
+  int threads = 0;  // 0 until parsed: lngrad::default_num_threads()
+  int reps = 15;
+  std::vector<ShapeArg> shapes;
+  std::vector<lngrad::Dtype> dtypes;
+  std::string csv;
+  bool quick = false;
+  bool torch = true, onednn = true, naive = true, small = true;
+  bool verbose = false;
+  bool help = false;
+};
+
+// The shapes of issue 4, in order.
+std::vector<ShapeArg> default_shapes();
+
+// Parses argv; throws std::invalid_argument naming the option, what it
+// expects and what was given.
+Options parse_options(int argc, char** argv);
+
+const char* usage();
+
+}  // namespace lngrad_bench

@@ -1,0 +1,62 @@
+// What one run measured, and how it is printed: the table, the CSV and the
+// summary against issue 4's targets.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "lngrad/lngrad.hpp"
+
+namespace lngrad_bench {
+
+struct Measurement {
+  bool ran = false;
+  std::string na;         // why it did not run
+  double median_s = 0.0;  // per call
+  double min_s = 0.0;     // the fastest sample: a hint of the noise, in the CSV only
+  double error = 0.0;     // pd_x: max |got - ref| / max |ref| over the sampled rows
+  bool wrong = false;     // error above the dtype's tolerance
+  std::string detail;     // implementation chosen, when named
+};
+
+struct Row {
+  std::string shape;
+  std::int64_t rows = 0, h = 0;
+  lngrad::Dtype dtype = lngrad::Dtype::float32;
+  double bytes = 0.0;       // read dy + read x + write pd_x
+  bool beyond_llc = false;  // bytes > 3x the last-level cache
+  Measurement lngrad, onednn, torch, naive;
+  double triad_s = 0.0;
+  std::string triad_stores;  // the fastest variant: "cached", "streaming" or "1-thread"
+  double other_load = -1.0;  // cores used by other processes while this row was timed; -1 unknown
+};
+
+struct RunInfo {
+  std::string cpu, target, triad_isa, onednn_version, torch_version;
+  int threads = 1, reps = 0;
+  double llc_bytes = 0.0;  // 0 when unknown
+  double tolerance_f32 = 0.0, tolerance_f16 = 0.0, tolerance_bf16 = 0.0;
+  double other_load = -1.0, steal = -1.0;  // over the whole run, in cores; -1 unknown
+};
+
+struct SmallShape {
+  bool ran = false;
+  std::string shape;
+  double bytes = 0.0;
+  double lngrad_s = 0.0;
+  double memory_s = 0.0;  // the call's bytes at the triad's rate beyond the cache: the target's yardstick
+  double once_s = 0.0;    // one thread's triad over the call's bytes, hot in cache
+};
+
+double gbs(double bytes, double seconds);
+
+void print_header(std::FILE* out, const RunInfo& info);
+void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows);
+// Prints the geometric means and the target checks; returns false when some
+// contestant's pd_x disagreed with the reference.
+bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows, const SmallShape& small);
+void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows, const SmallShape& small);
+
+}  // namespace lngrad_bench

@@ -1,0 +1,152 @@
+"""lngrad over torch tensors: the four functions and a drop-in LayerNorm module.
+
+Tensors must be on the CPU, strided, and float64, float32, float16 or bfloat16.
+Non-contiguous inputs are copied; out= tensors are written in place and must
+be contiguous and not require grad. The functions are not differentiable
+(their outputs do not require grad): use :class:`LayerNorm` for autograd.
+Arguments, defaults, shapes and dtypes are those of the NumPy functions in
+:mod:`lngrad`; torch.set_num_threads does not apply (num_threads=0 is all
+cores).
+
+This module imports torch; ``import lngrad`` alone does not.
+"""
+
+import torch as _torch
+
+from . import _core
+
+_NAMES = {_torch.float64: "float64", _torch.float32: "float32", _torch.float16: "float16",
+          _torch.bfloat16: "bfloat16"}
+_DTYPES = {name: dtype for dtype, name in _NAMES.items()}
+_SUPPORTED = "float64, float32, float16 or bfloat16"
+
+
+class TorchBackend:
+    @staticmethod
+    def _check(function, name, t):
+        if not isinstance(t, _torch.Tensor):
+            raise TypeError(f"{function}: {name}: expected a torch.Tensor, given {type(t).__name__}")
+        if t.dtype not in _NAMES:
+            raise TypeError(f"{function}: {name}: expected dtype {_SUPPORTED}, given {t.dtype}")
+        if t.layout != _torch.strided:
+            raise TypeError(f"{function}: {name}: expected a strided (dense) tensor, given layout {t.layout}")
+        if t.device.type != "cpu":
+            _core.fail(function, name, "a CPU tensor", f"device {t.device}")
+
+    def input(self, function, name, t):
+        """A detached, contiguous CPU tensor (copied when it was not contiguous)."""
+        self._check(function, name, t)
+        return t.detach().resolve_neg().contiguous()
+
+    def output(self, function, name, t):
+        """out= tensors are written through their pointer: refuse what cannot be."""
+        self._check(function, name, t)
+        if t.requires_grad:
+            _core.fail(function, name, "a tensor that does not require grad (it is written directly)",
+                       "one that requires grad")
+        if not t.is_contiguous() or t.is_neg():
+            _core.fail(function, name, "a contiguous tensor", f"strides {tuple(t.stride())}")
+        return t
+
+    @staticmethod
+    def empty(shape, dtype):
+        return _torch.empty(shape, dtype=_DTYPES[dtype])
+
+    @staticmethod
+    def view(t):
+        return (t.data_ptr(), _NAMES[t.dtype], tuple(t.shape))
+
+    @staticmethod
+    def dtype(t):
+        return _NAMES[t.dtype]
+
+    @staticmethod
+    def shape(t):
+        return tuple(t.shape)
+
+
+_BACKEND = TorchBackend()
+
+
+def layer_norm_grad(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=False,
+                    output_mask=(True, True, True), out=None, num_threads=0, normalized_ndim=0):
+    """lngrad.layer_norm_grad over tensors: returns (pd_x, pd_gamma, pd_beta), None where masked.
+
+    bfloat16 x takes statistics in bfloat16, float32 or float64 and gamma in
+    bfloat16 or float32; pd_gamma/pd_beta are summed in float32 before the
+    final rounding, whatever the dtype.
+    """
+    return _core.layer_norm_grad(_BACKEND, dy, x, variance, mean, gamma, epsilon, rstd, output_mask, out,
+                                 num_threads, normalized_ndim)
+
+
+def layer_norm_grad_x(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=False, out=None, num_threads=0,
+                      normalized_ndim=0):
+    """lngrad.layer_norm_grad_x over tensors: returns (pd_x, res_for_gamma)."""
+    return _core.layer_norm_grad_x(_BACKEND, dy, x, variance, mean, gamma, epsilon, rstd, out, num_threads,
+                                   normalized_ndim)
+
+
+def layer_norm_grad_beta(res_for_gamma, dy, *, gamma_ndim=1, out=None, num_threads=0):
+    """lngrad.layer_norm_grad_beta over tensors: returns (pd_gamma, pd_beta)."""
+    return _core.layer_norm_grad_beta(_BACKEND, res_for_gamma, dy, gamma_ndim, out, num_threads)
+
+
+def layer_norm(x, gamma=None, beta=None, epsilon=None, *, normalized_ndim=1, out=None, num_threads=0):
+    """lngrad.layer_norm over tensors: returns (y, mean, variance, rstd); the
+    statistics are float32 for 16-bit x."""
+    return _core.layer_norm(_BACKEND, x, gamma, beta, epsilon, normalized_ndim, out, num_threads)
+
+
+class _LayerNormFunction(_torch.autograd.Function):
+    """y = LayerNorm(x) with lngrad's forward and backward (rstd saved, not recomputed)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, normalized_ndim, eps):
+        ctx.param_shape = x.shape[x.dim() - normalized_ndim:]
+        ctx.param_dtypes = tuple(None if p is None else p.dtype for p in (weight, bias))
+        if x.numel() == 0:
+            # The library refuses empty tensors; torch.nn.LayerNorm maps an empty batch to an empty output.
+            ctx.save_for_backward(x, weight, None, None)
+            return _torch.empty_like(x)
+        y, mean, _, rstd = layer_norm(x, weight, bias, eps, normalized_ndim=normalized_ndim)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        return y
+
+    @staticmethod
+    @_torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        x, weight, mean, rstd = ctx.saved_tensors
+        mask = tuple(bool(need and has) for need, has in
+                     zip(ctx.needs_input_grad[:3], (True, *(d is not None for d in ctx.param_dtypes))))
+        if not any(mask):
+            return None, None, None, None, None
+        if x.numel() == 0:
+            # Sums over no rows are zero (as aclnnLayerNormBackward returns for an empty batch).
+            pd_x = _torch.empty_like(x) if mask[0] else None
+            pd_gamma, pd_beta = (_torch.zeros(ctx.param_shape, dtype=d) if m else None
+                                 for m, d in zip(mask[1:], ctx.param_dtypes))
+            return pd_x, pd_gamma, pd_beta, None, None
+        pd_x, pd_gamma, pd_beta = layer_norm_grad(dy, x, rstd, mean, weight, rstd=True, output_mask=mask)
+        return pd_x, pd_gamma, pd_beta, None, None
+
+
+class LayerNorm(_torch.nn.LayerNorm):
+    """A drop-in for torch.nn.LayerNorm whose forward and backward run lngrad.
+
+    Same constructor, parameters (weight, bias), state_dict and repr as
+    torch.nn.LayerNorm; eps defaults to 1e-5 like torch's. Inputs are CPU
+    tensors of float64, float32, float16 or bfloat16 whose trailing axes equal
+    normalized_shape; weight and bias share x's dtype or are float32. The
+    forward saves mean and rstd (float32 for 16-bit x) and the backward computes
+    only the gradients autograd asks for. Double backward is not supported.
+    """
+
+    def forward(self, x):
+        shape = tuple(self.normalized_shape)
+        if not isinstance(x, _torch.Tensor):
+            raise TypeError(f"LayerNorm: input: expected a torch.Tensor, given {type(x).__name__}")
+        if x.dim() < len(shape) or tuple(x.shape[x.dim() - len(shape):]) != shape:
+            _core.fail("LayerNorm", "input", f"trailing axes {list(shape)} (normalized_shape)",
+                       f"shape {list(x.shape)}")
+        return _LayerNormFunction.apply(x, self.weight, self.bias, len(shape), self.eps)

@@ -1,0 +1,92 @@
+// Argument checks shared by the AscendC entry points: every refusal is an
+// lngrad::Error "<API>: <argument>: expected <...>, given <...>".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lngrad/ascendc.hpp"
+
+namespace AscendC::detail {
+
+class Refuser {
+ public:
+  explicit Refuser(const char* api) : api_(api) {}
+
+  [[noreturn]] void fail(const std::string& argument, const std::string& expected, const std::string& given) const;
+
+  // A 64-bit size that CANN keeps in a uint32_t field.
+  std::uint32_t fits_u32(const std::string& what, std::uint64_t value) const;
+
+  // data non-null, count exactly `expected` (or, when `allowed_max` is
+  // larger, anything in [expected, allowed_max]).
+  void tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why,
+              std::uint64_t allowed_max = 0) const;
+
+  const char* api() const { return api_; }
+
+ private:
+  const char* api_;
+};
+
+// Memory regions of one call and the rules between them.
+class Regions {
+ public:
+  explicit Regions(const Refuser& r) : r_(r) {}
+  void input(const char* name, const void* data, std::uint64_t bytes);
+  // An output must be disjoint from the other outputs and from every input,
+  // except that it may coincide exactly with an input named in `same_ok`.
+  void output(const char* name, const void* data, std::uint64_t bytes, std::vector<const char*> same_ok);
+  // An input the call also writes (isReuseSource): disjoint from the other
+  // inputs, except that it may coincide exactly with one named in `same_ok`.
+  void written_input(const char* name, const void* data, std::uint64_t bytes, std::vector<const char*> same_ok);
+  // The scratch must be disjoint from everything.
+  void scratch(const char* name, const void* data, std::uint64_t bytes);
+
+ private:
+  struct Region {
+    const char* name;
+    std::uintptr_t begin, end;
+  };
+  void check_inputs(const Region& me, const std::vector<const char*>& same_ok) const;
+  const Refuser& r_;
+  std::vector<Region> inputs_, outputs_;
+};
+
+// The tiling's row geometry: every length >= 1, originH <= storageH, and a
+// storage row of whole 32-byte blocks.
+void check_rows(const Refuser& r, std::uint32_t b, std::uint32_t s, std::uint32_t h, std::uint32_t origin_h,
+                std::uint32_t type_size);
+
+// The scratch must hold floats: refuse an address that is not 4-byte aligned.
+void check_scratch_alignment(const Refuser& r, const void* data);
+
+std::string shape4(std::uint32_t b, std::uint32_t s, std::uint32_t h, std::uint32_t origin_h);
+const char* format_name(DataFormat f);
+
+}  // namespace AscendC::detail
+
+namespace AscendC::detail {
+
+template <typename Tiling>
+struct TilingField {
+  const char* name;
+  std::uint32_t Tiling::*member;
+};
+
+// Refuses a tiling that differs from the one the host function computes for
+// the same shape, stack size, type and reuse flag (`origin` says which).
+template <typename Tiling, std::size_t N>
+void require_same_tiling(const Refuser& r, const Tiling& given, const Tiling& expected,
+                         const TilingField<Tiling> (&fields)[N], const std::string& origin) {
+  for (const auto& f : fields) {
+    if (given.*f.member != expected.*f.member) {
+      r.fail(std::string("tiling.") + f.name, std::to_string(expected.*f.member) + " (" + origin + ")",
+             std::to_string(given.*f.member));
+    }
+  }
+}
+
+}  // namespace AscendC::detail
