@@ -40,46 +40,37 @@ void for_each_target(Body body) {
   set_max_target("");
 }
 
-// H = 1: the exact derivative is 0 for any mean (with one element,
-// pd_var*(2/H)*xm and the pd_var*(1/H)*sum(-2*xm) term of pd_mean cancel, and
-// g*rstd cancels -g*rstd). With mean = x (the exact row mean) xm = 0 and
-// pd_x = g*rstd - round(g*rstd): 0 where the target evaluates it with a
-// separate multiply, the product's rounding error (at most u*|g*rstd|) where
-// it uses a fused multiply-add. res_for_gamma and pd_gamma are exactly 0.
-TEST(SingleElementRows, GradientIsZeroUpToOneRounding) {
+// H = 1: the derivative is exactly 0 for any mean (with one element,
+// g*rstd cancels the S1 part of pd_mean and pd_var's two terms cancel each
+// other). lngrad evaluates pd_x as rstd*(g - S1/H) + a*(xm - S3/H), in which
+// both differences are exactly 0 when H = 1, so pd_x is exactly 0 on every
+// target, fused multiply-add or not. With mean = x, res_for_gamma and
+// pd_gamma are exactly 0 as well.
+TEST(SingleElementRows, PdXIsExactlyZeroOnEveryTarget) {
   for (Dtype dtype : kAllDtypes) {
-    GradProblem p = make_problem(dtype, stat_for(dtype), 37, 1, 41);
-    for (std::int64_t r = 0; r < 37; ++r) p.mean.set(r, p.x.at(r));
-    for (std::int64_t r = 0; r < 37; ++r) ASSERT_EQ(p.mean.at(r), p.x.at(r)) << "mean must be exact";
-    for_each_target([&](const std::string&) {
-      const GradOutputs out = run_grad(p);
-      const GradOutputs outx = run_grad_x(p);
-      const reference::GradInputs in = reference_inputs(p);
-      const double u = arithmetic_roundoff(dtype);
-      // A residual below the 16-bit types' smallest subnormal (2^-24 for
-      // float16) may round up to it.
-      const double floor = dtype == Dtype::float16 ? 0x1p-24 : 0.0;
+    GradProblem exact = make_problem(dtype, stat_for(dtype), 37, 1, 41);
+    for (std::int64_t r = 0; r < 37; ++r) exact.mean.set(r, exact.x.at(r));
+    for (std::int64_t r = 0; r < 37; ++r) ASSERT_EQ(exact.mean.at(r), exact.x.at(r)) << "mean must be exact";
+    GradProblem shifted = make_problem(dtype, stat_for(dtype), 37, 1, 41);
+    for (std::int64_t r = 0; r < 37; ++r) shifted.mean.set(r, exact.x.at(r) + 0.25 * static_cast<double>(r % 5 - 2));
+    for_each_target([&](const std::string& target) {
+      const std::string what = std::string(dtype_name(dtype)) + " " + target;
+      const GradOutputs out = run_grad(exact), outx = run_grad_x(exact), moved = run_grad(shifted);
       for (std::int64_t r = 0; r < 37; ++r) {
-        const double g_rstd = in.dy[r] * in.gamma[0] / std::sqrt(in.variance[r] + in.epsilon);
-        EXPECT_LE(std::fabs(out.pd_x.at(r)), 2 * u * std::fabs(g_rstd) + floor) << dtype_name(dtype) << " row " << r;
-        EXPECT_LE(std::fabs(outx.pd_x.at(r)), 2 * u * std::fabs(g_rstd) + floor) << dtype_name(dtype) << " row " << r;
-        EXPECT_EQ(outx.res_for_gamma.at(r), 0.0);
+        EXPECT_EQ(out.pd_x.at(r), 0.0) << what << " row " << r;
+        EXPECT_EQ(outx.pd_x.at(r), 0.0) << what << " row " << r;
+        EXPECT_EQ(outx.res_for_gamma.at(r), 0.0) << what << " row " << r;
+        EXPECT_EQ(moved.pd_x.at(r), 0.0) << what << " (mean not x) row " << r;
       }
-      EXPECT_EQ(out.pd_gamma.at(0), 0.0) << dtype_name(dtype);
-      const std::vector<double> bb = column_bound(in, dtype, p.gamma.dtype(), false);
-      EXPECT_NEAR(out.pd_beta.at(0), reference::layer_norm_grad(in).pd_beta[0], bb[0]) << dtype_name(dtype);
+      EXPECT_EQ(out.pd_gamma.at(0), 0.0) << what;
+      // pd_beta = sum dy; with mean != x, pd_gamma = sum dy*xm*rstd.
+      const reference::GradInputs in = reference_inputs(exact);
+      EXPECT_NEAR(out.pd_beta.at(0), reference::layer_norm_grad(in).pd_beta[0],
+                  column_bound(in, dtype, exact.gamma.dtype(), false)[0]) << what;
+      const reference::GradInputs in_moved = reference_inputs(shifted);
+      EXPECT_NEAR(moved.pd_gamma.at(0), reference::layer_norm_grad(in_moved).pd_gamma[0],
+                  column_bound(in_moved, dtype, shifted.gamma.dtype(), true)[0]) << what;
     });
-  }
-}
-
-// H = 1 with a stored mean that is not x: still 0 in exact arithmetic; the
-// library's residual stays within the usual bound from the terms' sizes.
-TEST(SingleElementRows, ArbitraryMeanMatchesReference) {
-  for (Dtype dtype : kAllDtypes) {
-    const GradProblem p = make_problem(dtype, stat_for(dtype), 29, 1, 43);
-    GradProblem q = make_problem(dtype, stat_for(dtype), 29, 1, 43);
-    for (std::int64_t r = 0; r < 29; ++r) q.mean.set(r, p.x.at(r) + 0.25 * static_cast<double>(r % 5 - 2));
-    for_each_target([&](const std::string& t) { expect_near_reference(q, run_grad(q), dtype_name(dtype) + (" " + t)); });
   }
 }
 
