@@ -33,7 +33,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLNGRAD_BUILD_FUZZERS=ON -DLNGRAD_SANITIZE=address,undefined \
-  -DLNGRAD_BUILD_TESTS=OFF -DLNGRAD_BUILD_PYTHON=OFF -DLNGRAD_BUILD_BENCH=OFF >/dev/null
+  -DLNGRAD_BUILD_TESTS=OFF -DLNGRAD_BUILD_CLI=ON -DLNGRAD_BUILD_PYTHON=OFF -DLNGRAD_BUILD_BENCH=OFF >/dev/null
 
 # Fuzz targets this tree configures (Makefile and Ninja listings).
 mapfile -t targets < <(cmake --build "$build" --target help |

@@ -16,7 +16,8 @@
 # not built either.
 #
 # Environment: LNGRAD_JOBS (default: nproc), LNGRAD_ASAN_DIR, LNGRAD_TSAN_DIR.
-# Idempotent: reuses the build folders and rebuilds what changed.
+# Idempotent: reuses the build folders (every option is set explicitly, so a
+# stale cache cannot change what is built) and rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -50,12 +51,12 @@ configure() {  # dir sanitizers extra-args...
 failed=()
 
 echo "== ASan+UBSan: build everything, run the whole ctest suite" >&2
-configure "$asan_dir" address,undefined
+configure "$asan_dir" address,undefined -DLNGRAD_BUILD_TESTS=ON -DLNGRAD_BUILD_CLI=ON
 cmake --build "$asan_dir" -j"$jobs"
 ctest --test-dir "$asan_dir" --output-on-failure -j"$jobs" --timeout 1800 || failed+=("ASan+UBSan suite")
 
 echo "== TSan: concurrent callers and the thread pool" >&2
-configure "$tsan_dir" thread -DLNGRAD_BUILD_CLI=OFF
+configure "$tsan_dir" thread -DLNGRAD_BUILD_TESTS=ON -DLNGRAD_BUILD_CLI=OFF
 cmake --build "$tsan_dir" -j"$jobs" --target lngrad_hardening_concurrency lngrad_tests
 ctest --test-dir "$tsan_dir" --output-on-failure -j"$jobs" --timeout 900 \
   -R '^(Concurrency|Determinism)\.' --no-tests=error || failed+=("TSan concurrency")
