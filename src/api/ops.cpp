@@ -212,6 +212,10 @@ GradSetup check_grad_inputs(Checker& c, const ConstTensorView& dy, const ConstTe
                             const std::optional<ConstTensorView>& gamma, Statistic statistic,
                             std::optional<double> epsilon, int normalized_ndim, int num_threads,
                             std::initializer_list<AxisSource> extra_axes) {
+  if (statistic != Statistic::variance && statistic != Statistic::rstd) {
+    c.fail("statistic", "Statistic::variance or Statistic::rstd",
+           "value " + std::to_string(static_cast<unsigned>(statistic)));
+  }
   c.tensor("x", x);
   if (x.shape.rank() < 1) c.fail("x", "rank >= 1", "rank 0");
   c.tensor("dy", dy);

@@ -13,6 +13,10 @@ void Checker::fail(const std::string& argument, const std::string& expected, con
 }
 
 std::int64_t Checker::tensor(const char* name, const ConstTensorView& view) const {
+  const auto code = static_cast<unsigned>(view.dtype);
+  if (code > static_cast<unsigned>(Dtype::bfloat16)) {
+    fail(name, "dtype float64, float32, float16 or bfloat16", "Dtype value " + std::to_string(code));
+  }
   const Shape& s = view.shape;
   if (s.rank() > kMaxRank || s.rank() < 0) {
     fail(name, "rank at most " + std::to_string(kMaxRank), "rank " + std::to_string(s.rank()));

@@ -54,7 +54,7 @@ void Regions::check_inputs(const Region& me, const std::vector<const char*>& sam
   }
 }
 
-void Regions::output(const char* name, const void* data, std::uint64_t bytes, std::vector<const char*> same_ok) {
+void Regions::output(const char* name, const void* data, std::uint64_t bytes, const std::vector<const char*>& same_ok) {
   const Region me{name, addr(data), addr(data) + static_cast<std::uintptr_t>(bytes)};
   for (const Region& o : outputs_) {
     if (overlap(me.begin, me.end, o.begin, o.end)) {
@@ -66,7 +66,7 @@ void Regions::output(const char* name, const void* data, std::uint64_t bytes, st
 }
 
 void Regions::written_input(const char* name, const void* data, std::uint64_t bytes,
-                            std::vector<const char*> same_ok) {
+                            const std::vector<const char*>& same_ok) {
   const Region me{name, addr(data), addr(data) + static_cast<std::uintptr_t>(bytes)};
   check_inputs(me, same_ok);
   inputs_.push_back(me);

@@ -38,10 +38,10 @@ class Regions {
   void input(const char* name, const void* data, std::uint64_t bytes);
   // An output must be disjoint from the other outputs and from every input,
   // except that it may coincide exactly with an input named in `same_ok`.
-  void output(const char* name, const void* data, std::uint64_t bytes, std::vector<const char*> same_ok);
+  void output(const char* name, const void* data, std::uint64_t bytes, const std::vector<const char*>& same_ok);
   // An input the call also writes (isReuseSource): disjoint from the other
   // inputs, except that it may coincide exactly with one named in `same_ok`.
-  void written_input(const char* name, const void* data, std::uint64_t bytes, std::vector<const char*> same_ok);
+  void written_input(const char* name, const void* data, std::uint64_t bytes, const std::vector<const char*>& same_ok);
   // The scratch must be disjoint from everything.
   void scratch(const char* name, const void* data, std::uint64_t bytes);
 

@@ -168,8 +168,8 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
     }
     check_scratch_alignment(r, scratch.data);
     f = static_cast<float*>(scratch.data);
-  } else {  // the overload without sharedTmpBuffer: the library provides it
-    owned.resize(std::max<std::uint64_t>({need, min_tmp, t.stackBufferSize}) / sizeof(float) + 1);
+  } else {  // the overload without sharedTmpBuffer: the library provides what the plan uses
+    owned.resize(need / sizeof(float) + 1);  // bounded by the tensors, whatever stackBufferSize says
     f = owned.data();
   }
 

@@ -100,8 +100,16 @@ void LayerNormGradBeta(Buffer outputPdGamma, Buffer outputPdBeta, Buffer resForG
     }
     check_scratch_alignment(r, scratch.data);
     f = static_cast<float*>(scratch.data);
-  } else {  // the overload without sharedTmpBuffer: the library provides it
-    owned.resize(std::max<std::uint64_t>(min_tmp, stack_bytes) / sizeof(float));
+  } else {  // the overload without sharedTmpBuffer: the library provides what the plan uses
+    // Pass sums (2H at inputDyTmpTensorPos, or at 0 for float) and, for half,
+    // the accumulators at gamma/betaTempTensorPos: bounded by the tensors,
+    // whatever stackBufferSize says.
+    std::uint64_t floats = 2 * h;
+    if (ts == 2) {
+      floats = std::max<std::uint64_t>({std::uint64_t{t.inputDyTmpTensorPos} + 2 * h,
+                                        std::uint64_t{t.gammaTempTensorPos} + h, std::uint64_t{t.betaTempTensorPos} + h});
+    }
+    owned.resize(floats);
     f = owned.data();
   }
 

@@ -35,6 +35,9 @@ Dims check_shape(const Refuser& r, const ge::Shape& shape, std::uint32_t type_si
     d[i] = static_cast<std::uint64_t>(v);
   }
   const Dims dims{d[0], d[1], d[2], d[3]};
+  // Each factor is below 2^32: check B*S before multiplying by storageH so
+  // the 64-bit product cannot wrap.
+  r.fits_u32("srcShape: B*S", dims.rows());
   r.fits_u32("srcShape: B*S*storageH", dims.bsh());
   return dims;
 }

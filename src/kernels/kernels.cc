@@ -6,10 +6,12 @@
 //   pd_mean = sum(-g*rstd) + pd_var/H*sum(-2*xm) = -rstd*S1 - 2*pd_var*S3/H,
 //             S1 = sum(g), S3 = sum(xm)
 //   pd_x    = g*rstd + (2*pd_var/H)*xm + pd_mean/H
-//           = rstd*(g - S1/H) + a*(xm - S3/H),   a = 2*pd_var/H
+//           = rstd*(g - S1/H) + (2*pd_var/H)*(xm - S3/H)
+//           = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)),  xhat = xm*rstd, c = -rstd*S2/H
 // One pass gathers S1, S2, S3 from centred values (xm first, never sum(g*x) -
-// mean*sum(g)); a second pass over the cached row writes pd_x in the centred
-// form above (exactly 0 when H = 1) and adds dy*xm*rstd and dy to the
+// mean*sum(g)); a second pass over the cached row writes pd_x in the last,
+// centred form (exactly 0 when H = 1, and no rstd^2 or rstd^3 that could
+// overflow for a tiny variance) and adds dy*xhat and dy to the
 // pd_gamma/pd_beta accumulators. S3 vanishes for the exact row mean and
 // corrects the gradient for a stored mean that is not.
 #include <algorithm>
@@ -111,7 +113,7 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF /* df */, hn::Vec<DF> v, 
   const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
   const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
   const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
-  const auto out = hn::IfThenElse(hn::RebindMask(du32, v != v), quiet, rounded);
+  const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet, rounded);
   return hn::DemoteTo(du16, hn::BitCast(di32, out));
 }
 template <class DF>
@@ -181,7 +183,7 @@ HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
 // partials are read and written once per group rather than once per row,
 // in the same row order (bit-identical to summing row by row).
 constexpr size_t kGroupRows = 4;  // measured best of 1, 2, 4, 8 (16384x4096 float32)
-constexpr size_t kGroupBytes = 256 * 1024;
+constexpr size_t kGroupBytes = size_t{256} * 1024;
 
 template <class DF, typename T, typename TR, bool kPdX, bool kRes, bool kAcc>
 void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* acc_gamma_v, void* acc_beta_v) {
@@ -197,9 +199,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   const T* dy_base = static_cast<const T*>(args.dy);
   const T* x_base = static_cast<const T*>(args.x);
 
-  // Per-row coefficients of pd_x = rstd*(g - S1/H) + a*(xm - S3/H).
+  // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)).
   struct Row {
-    A mean, rstd, a, mean_g, mean_xm;
+    A mean, rstd, c, mean_g, mean_xhat;
   };
 
   // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm); two accumulator sets
@@ -245,10 +247,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     const A s1 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s1a, s1b)));
     const A s2 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s2a, s2b)));
     const A s3 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s3a, s3b)));
-    const A pd_var = A(-0.5) * s2 * (row.rstd * row.rstd * row.rstd);
-    row.a = A(2) * pd_var * inv_h;
+    row.c = -(row.rstd * s2) * inv_h;
     row.mean_g = s1 * inv_h;
-    row.mean_xm = s3 * inv_h;
+    row.mean_xhat = row.rstd * s3 * inv_h;
     return row;
   };
 
@@ -280,8 +281,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
         const auto res_v = hn::Mul(xm, vrstd);
         if constexpr (kPdX) {
           const auto centred_g = hn::Sub(hn::Mul(d, gam), hn::Set(df, coef[k].mean_g));
-          const auto centred_xm = hn::Sub(xm, hn::Set(df, coef[k].mean_xm));
-          const auto out = hn::MulAdd(centred_g, vrstd, hn::Mul(hn::Set(df, coef[k].a), centred_xm));
+          const auto centred_xhat = hn::Sub(res_v, hn::Set(df, coef[k].mean_xhat));
+          const auto out = hn::Mul(vrstd, hn::MulAdd(hn::Set(df, coef[k].c), centred_xhat, centred_g));
           T* pd_x = static_cast<T*>(args.pd_x) + at;
           if (!full) {
             StoreTail(df, out, pd_x, n);

@@ -37,7 +37,7 @@ class SmallStack {
   std::size_t size() const { return size_; }
 
  private:
-  T items_[66];
+  T items_[66] = {};
   std::size_t size_ = 0;
 };
 
@@ -131,7 +131,7 @@ void for_rows(std::int64_t rows, std::int64_t h, int threads,
               FunctionRef<void(std::int64_t, std::int64_t)> fn) {
   // Tasks of about 64K elements, at least 4 per thread for balance.
   std::int64_t rows_per_task = std::max<std::int64_t>(1, (1 << 16) / h);
-  rows_per_task = std::min(rows_per_task, std::max<std::int64_t>(1, rows / (4 * std::max(threads, 1))));
+  rows_per_task = std::min(rows_per_task, std::max<std::int64_t>(1, rows / (std::int64_t{4} * std::max(threads, 1))));
   const std::int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   parallel_for(tasks, threads, [&](std::int64_t task, int) {
     const std::int64_t r0 = task * rows_per_task;
