@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -210,6 +212,21 @@ bool all_non_finite(const Tensor& t, std::int64_t begin, std::int64_t end) {
     if (std::isfinite(t.at(i))) return false;
   }
   return true;
+}
+
+void expect_near_reference(const GradProblem& p, const GradOutputs& out, const std::string& what) {
+  const reference::GradInputs in = reference_inputs(p);
+  const reference::GradOutputs ref = reference::layer_norm_grad(in);
+  const std::vector<double> bx = pd_x_bound(in, p.x.dtype());
+  const std::vector<double> bg = column_bound(in, p.x.dtype(), p.gamma.dtype(), true);
+  const std::vector<double> bb = column_bound(in, p.x.dtype(), p.gamma.dtype(), false);
+  for (std::int64_t i = 0; i < p.rows * p.h; ++i) {
+    ASSERT_NEAR(out.pd_x.at(i), ref.pd_x[i], bx[i]) << what << " pd_x[" << i << "]";
+  }
+  for (std::int64_t j = 0; j < p.h; ++j) {
+    ASSERT_NEAR(out.pd_gamma.at(j), ref.pd_gamma[j], bg[j]) << what << " pd_gamma[" << j << "]";
+    ASSERT_NEAR(out.pd_beta.at(j), ref.pd_beta[j], bb[j]) << what << " pd_beta[" << j << "]";
+  }
 }
 
 }  // namespace lngrad::hardening

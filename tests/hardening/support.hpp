@@ -94,6 +94,10 @@ std::vector<double> pd_x_bound(const reference::GradInputs& in, Dtype x_dtype);
 std::vector<double> column_bound(const reference::GradInputs& in, Dtype x_dtype, Dtype param_dtype,
                                  bool gamma_column);
 
+// Asserts pd_x, pd_gamma and pd_beta of `out` within the bounds above of the
+// reference on p's stored inputs; `what` names the case in failures.
+void expect_near_reference(const GradProblem& p, const GradOutputs& out, const std::string& what);
+
 // True when every element is NaN or +-Inf.
 bool all_non_finite(const Tensor& t, std::int64_t begin, std::int64_t end);
 

@@ -14,21 +14,6 @@ const Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtyp
 
 Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
 
-void expect_near_reference(const GradProblem& p, const GradOutputs& out, const std::string& what) {
-  const reference::GradInputs in = reference_inputs(p);
-  const reference::GradOutputs ref = reference::layer_norm_grad(in);
-  const std::vector<double> bx = pd_x_bound(in, p.x.dtype());
-  const std::vector<double> bg = column_bound(in, p.x.dtype(), p.gamma.dtype(), true);
-  const std::vector<double> bb = column_bound(in, p.x.dtype(), p.gamma.dtype(), false);
-  for (std::int64_t i = 0; i < p.rows * p.h; ++i) {
-    ASSERT_NEAR(out.pd_x.at(i), ref.pd_x[i], bx[i]) << what << " pd_x[" << i << "]";
-  }
-  for (std::int64_t j = 0; j < p.h; ++j) {
-    ASSERT_NEAR(out.pd_gamma.at(j), ref.pd_gamma[j], bg[j]) << what << " pd_gamma[" << j << "]";
-    ASSERT_NEAR(out.pd_beta.at(j), ref.pd_beta[j], bb[j]) << what << " pd_beta[" << j << "]";
-  }
-}
-
 // Runs body once per SIMD target this CPU supports, restoring dispatch after.
 template <typename Body>
 void for_each_target(Body body) {

@@ -23,21 +23,6 @@ bool same_bits(const Tensor& a, const Tensor& b, std::int64_t i) {
   return std::equal(pa, pa + s, pb);
 }
 
-void expect_near_reference(const GradProblem& p, const GradOutputs& out, const std::string& what) {
-  const reference::GradInputs in = reference_inputs(p);
-  const reference::GradOutputs ref = reference::layer_norm_grad(in);
-  const std::vector<double> bx = pd_x_bound(in, p.x.dtype());
-  const std::vector<double> bg = column_bound(in, p.x.dtype(), p.gamma.dtype(), true);
-  const std::vector<double> bb = column_bound(in, p.x.dtype(), p.gamma.dtype(), false);
-  for (std::int64_t i = 0; i < p.rows * p.h; ++i) {
-    ASSERT_NEAR(out.pd_x.at(i), ref.pd_x[i], bx[i]) << what << " pd_x[" << i << "]";
-  }
-  for (std::int64_t j = 0; j < p.h; ++j) {
-    ASSERT_NEAR(out.pd_gamma.at(j), ref.pd_gamma[j], bg[j]) << what << " pd_gamma[" << j << "]";
-    ASSERT_NEAR(out.pd_beta.at(j), ref.pd_beta[j], bb[j]) << what << " pd_beta[" << j << "]";
-  }
-}
-
 // variance + eps == 0 gives rstd = 1/sqrt(+-0) = +-Inf: row r of pd_x and
 // res_for_gamma is non-finite, every pd_gamma column is non-finite, pd_beta
 // and the other rows are exactly as without the row. No trap, no exception.
