@@ -100,15 +100,20 @@ def _grad_ndim(backend, gamma, outs, normalized_ndim, mean, x_shape):
     return ndim if ndim is not None and 1 <= ndim <= len(x_shape) else None
 
 
-def layer_norm_grad(backend, dy, x, variance, mean, gamma, epsilon, rstd, output_mask, out, num_threads,
-                    normalized_ndim):
-    fn = "layer_norm_grad"
+def _grad_inputs(backend, fn, dy, x, variance, mean, gamma, epsilon, rstd):
+    """The inputs layer_norm_grad and layer_norm_grad_x share, taken in one place."""
     x = backend.input(fn, "x", x)
     dy = backend.input(fn, "dy", dy)
     variance = backend.input(fn, "variance (rstd)" if rstd else "variance", variance)
     mean = backend.input(fn, "mean", mean)
     gamma = None if gamma is None else backend.input(fn, "gamma", gamma)
-    epsilon = _epsilon(fn, epsilon)
+    return dy, x, variance, mean, gamma, _epsilon(fn, epsilon)
+
+
+def layer_norm_grad(backend, dy, x, variance, mean, gamma, epsilon, rstd, output_mask, out, num_threads,
+                    normalized_ndim):
+    fn = "layer_norm_grad"
+    dy, x, variance, mean, gamma, epsilon = _grad_inputs(backend, fn, dy, x, variance, mean, gamma, epsilon, rstd)
     mask = _mask(fn, output_mask)
     names = ("pd_x", "pd_gamma", "pd_beta")
     outs = _outs(backend, fn, out, names)
@@ -144,12 +149,7 @@ def layer_norm_grad(backend, dy, x, variance, mean, gamma, epsilon, rstd, output
 
 def layer_norm_grad_x(backend, dy, x, variance, mean, gamma, epsilon, rstd, out, num_threads, normalized_ndim):
     fn = "layer_norm_grad_x"
-    x = backend.input(fn, "x", x)
-    dy = backend.input(fn, "dy", dy)
-    variance = backend.input(fn, "variance (rstd)" if rstd else "variance", variance)
-    mean = backend.input(fn, "mean", mean)
-    gamma = None if gamma is None else backend.input(fn, "gamma", gamma)
-    epsilon = _epsilon(fn, epsilon)
+    dy, x, variance, mean, gamma, epsilon = _grad_inputs(backend, fn, dy, x, variance, mean, gamma, epsilon, rstd)
     pd_x, res = _outs(backend, fn, out, ("pd_x", "res_for_gamma"))
     threads = _int(fn, "num_threads", num_threads, 0)
     normalized_ndim = _int(fn, "normalized_ndim", normalized_ndim, -_INT_MAX)
