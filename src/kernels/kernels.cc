@@ -175,6 +175,21 @@ HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
   std::memcpy(static_cast<void*>(p), buf, n * sizeof(T));
 }
 
+// A whole vector at p (full), or the first n elements through the tail buffer.
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadPart(DF df, const T* p, size_t n, bool full) {
+  return full ? LoadAs(df, p) : LoadTail(df, p, n);
+}
+
+template <class DF, typename T>
+HWY_INLINE void StorePart(DF df, hn::Vec<DF> v, T* p, size_t n, bool full) {
+  if (full) {
+    StoreAs(df, v, p);
+  } else {
+    StoreTail(df, v, p, n);
+  }
+}
+
 // ---- layer_norm_grad / layer_norm_grad_x rows. -------------------------------
 
 // Rows go in groups whose dy and x stay in cache: pass 1 reads each row from
@@ -263,6 +278,13 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   // Streaming stores need every row of the group aligned alike.
   const size_t vector_bytes = N * sizeof(T);
   const bool stream = kPdX && args.stream_pd_x && (h * sizeof(T)) % vector_bytes == 0;
+  // Streaming needs pd_x + j aligned to a vector: peel a head to get there,
+  // the same for every row since rows are whole vectors apart.
+  size_t head = 0;
+  if (stream) {
+    const size_t misalign = reinterpret_cast<uintptr_t>(args.pd_x) % vector_bytes;
+    if (misalign % sizeof(T) == 0 && misalign != 0) head = HWY_MIN(h, (vector_bytes - misalign) / sizeof(T));
+  }
   bool first_group = true;
   for (int64_t g0 = row_begin; g0 < row_end; g0 += static_cast<int64_t>(group)) {
     const size_t rows = static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - g0));
@@ -276,14 +298,14 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     auto columns = [&](size_t j0, size_t n, bool full, bool stream_now) HWY_ATTR {
       auto sum_g = hn::Zero(df), sum_b = hn::Zero(df);
       if (kAcc && !first_group) {
-        sum_g = full ? hn::LoadU(df, acc_gamma + j0) : LoadTail(df, acc_gamma + j0, n);
-        sum_b = full ? hn::LoadU(df, acc_beta + j0) : LoadTail(df, acc_beta + j0, n);
+        sum_g = LoadPart(df, acc_gamma + j0, n, full);
+        sum_b = LoadPart(df, acc_beta + j0, n, full);
       }
-      const auto gam = full ? hn::LoadU(df, gamma + j0) : LoadTail(df, gamma + j0, n);
+      const auto gam = LoadPart(df, gamma + j0, n, full);
       for (size_t k = 0; k < rows; ++k) {
         const size_t at = offset + k * h + j0;
-        const auto d = full ? LoadAs(df, dy_base + at) : LoadTail(df, dy_base + at, n);
-        const auto xm = hn::Sub(full ? LoadAs(df, x_base + at) : LoadTail(df, x_base + at, n), hn::Set(df, coef[k].mean));
+        const auto d = LoadPart(df, dy_base + at, n, full);
+        const auto xm = hn::Sub(LoadPart(df, x_base + at, n, full), hn::Set(df, coef[k].mean));
         const auto vrstd = hn::Set(df, coef[k].rstd);
         const auto res_v = hn::Mul(xm, vrstd);
         if constexpr (kPdX) {
@@ -300,12 +322,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
           }
         }
         if constexpr (kRes) {
-          TR* res = static_cast<TR*>(args.res_for_gamma) + at;
-          if (full) {
-            StoreAs(df, res_v, res);
-          } else {
-            StoreTail(df, res_v, res, n);
-          }
+          StorePart(df, res_v, static_cast<TR*>(args.res_for_gamma) + at, n, full);
         }
         if constexpr (kAcc) {
           sum_g = hn::MulAdd(d, res_v, sum_g);
@@ -313,21 +330,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
         }
       }
       if constexpr (kAcc) {
-        if (full) {
-          hn::StoreU(sum_g, df, acc_gamma + j0);
-          hn::StoreU(sum_b, df, acc_beta + j0);
-        } else {
-          StoreTail(df, sum_g, acc_gamma + j0, n);
-          StoreTail(df, sum_b, acc_beta + j0, n);
-        }
+        StorePart(df, sum_g, acc_gamma + j0, n, full);
+        StorePart(df, sum_b, acc_beta + j0, n, full);
       }
     };
-    // Streaming needs pd_x + j aligned to a vector: peel a head to get there.
-    size_t head = 0;
-    if (stream) {
-      const size_t misalign = reinterpret_cast<uintptr_t>(static_cast<T*>(args.pd_x) + offset) % vector_bytes;
-      if (misalign % sizeof(T) == 0 && misalign != 0) head = HWY_MIN(h, (vector_bytes - misalign) / sizeof(T));
-    }
     if (head != 0) columns(0, head, false, false);
     size_t j = head;
     for (; j + N <= h; j += N) columns(j, N, true, stream);
@@ -394,22 +400,17 @@ void BetaRowsT(const BetaArgs& args, int64_t row_begin, int64_t row_end, void* a
     auto columns = [&](size_t j0, size_t n, bool full) HWY_ATTR {
       auto sum_g = hn::Zero(df), sum_b = hn::Zero(df);
       if (!first_group) {
-        sum_g = full ? hn::LoadU(df, acc_gamma + j0) : LoadTail(df, acc_gamma + j0, n);
-        sum_b = full ? hn::LoadU(df, acc_beta + j0) : LoadTail(df, acc_beta + j0, n);
+        sum_g = LoadPart(df, acc_gamma + j0, n, full);
+        sum_b = LoadPart(df, acc_beta + j0, n, full);
       }
       for (size_t k = 0; k < rows; ++k) {
         const size_t at = offset + k * h + j0;
-        const auto d = full ? LoadAs(df, dy + at) : LoadTail(df, dy + at, n);
-        sum_g = hn::MulAdd(d, full ? LoadAs(df, res + at) : LoadTail(df, res + at, n), sum_g);
+        const auto d = LoadPart(df, dy + at, n, full);
+        sum_g = hn::MulAdd(d, LoadPart(df, res + at, n, full), sum_g);
         sum_b = hn::Add(sum_b, d);
       }
-      if (full) {
-        hn::StoreU(sum_g, df, acc_gamma + j0);
-        hn::StoreU(sum_b, df, acc_beta + j0);
-      } else {
-        StoreTail(df, sum_g, acc_gamma + j0, n);
-        StoreTail(df, sum_b, acc_beta + j0, n);
-      }
+      StorePart(df, sum_g, acc_gamma + j0, n, full);
+      StorePart(df, sum_b, acc_beta + j0, n, full);
     };
     size_t j = 0;
     for (; j + N <= h; j += N) columns(j, N, true);

@@ -58,10 +58,10 @@ struct KernelTable {
   const char* target;
   void (*grad_rows)(const GradArgs&, std::int64_t row_begin, std::int64_t row_end, void* acc_gamma,
                     void* acc_beta);
+  // Writes the rows' column sums of dy*res_for_gamma and dy, as grad_rows.
   void (*beta_rows)(const BetaArgs&, std::int64_t row_begin, std::int64_t row_end, void* acc_gamma,
                     void* acc_beta);
   void (*forward_rows)(const ForwardArgs&, std::int64_t row_begin, std::int64_t row_end);
-  // beta_rows WRITES its column sums likewise.
   // dst[i] += src[i], in float or double.
   void (*add_f32)(float* dst, const float* src, std::int64_t n);
   void (*add_f64)(double* dst, const double* src, std::int64_t n);
