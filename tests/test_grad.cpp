@@ -58,7 +58,7 @@ void check_grad(const Case& c) {
     }
   }
   // Column sums: each term dy*(x-mean)*rstd is formed with a few roundings,
-  // then summed pairwise over blocks of 8 rows (column_factor).
+  // then summed in blocks of rows combined pairwise (column_factor).
   const double u = arithmetic_u(p.dtype);
   for (std::int64_t j = 0; j < p.h; ++j) {
     double mag_gamma = 0, mag_beta = 0;

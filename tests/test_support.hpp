@@ -14,6 +14,7 @@
 #include "lngrad/half.hpp"
 #include "lngrad/lngrad.hpp"
 #include "reference.hpp"
+#include "runtime/row_reduce.hpp"
 
 namespace lngrad::test {
 
@@ -113,10 +114,13 @@ inline double stored_bound(Dtype dtype, double exact, double arithmetic_bound) {
 // while an uncentred formula (error ~ |mean|/std times larger) fails it.
 inline double sum_factor(std::int64_t n) { return 4.0 * std::sqrt(static_cast<double>(n)) + 16.0; }
 
-// Column sums (pd_gamma, pd_beta) use blocks of 8 rows combined pairwise: a
-// deterministic worst case of (8 + log2(rows) + 2) roundings per term, plus
-// 4 for forming each term dy*(x-mean)*rstd.
-inline double column_factor(std::int64_t rows) { return 8.0 + std::ceil(std::log2(static_cast<double>(rows) + 1)) + 6.0; }
+// Column sums (pd_gamma, pd_beta) add rows in order within blocks of
+// kBlockRows and combine the blocks pairwise: a deterministic worst case of
+// (kBlockRows + log2(rows) + 2) roundings per term, plus 4 for forming each
+// term dy*(x-mean)*rstd.
+inline double column_factor(std::int64_t rows) {
+  return static_cast<double>(runtime::kBlockRows) + std::ceil(std::log2(static_cast<double>(rows) + 1)) + 6.0;
+}
 
 struct Problem {
   std::int64_t rows = 0, h = 0;

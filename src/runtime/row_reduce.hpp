@@ -12,7 +12,11 @@
 
 namespace lngrad::runtime {
 
-inline constexpr std::int64_t kBlockRows = 8;
+// 32 rows per block: each block costs a fresh partial-sum buffer and a
+// pairwise merge; against 8 rows this measured 3-15% faster (2 threads,
+// 4096x768 .. 16384x4096), while 32 in-order additions stay far below the
+// bounds the tests derive from this constant.
+inline constexpr std::int64_t kBlockRows = 32;
 inline constexpr std::int64_t kMaxChunks = 32;
 
 // fn(row_begin, row_end, acc_gamma, acc_beta) writes the rows' column sums

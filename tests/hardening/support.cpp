@@ -7,6 +7,7 @@
 #include <random>
 
 #include "lngrad/half.hpp"
+#include "runtime/row_reduce.hpp"
 
 namespace lngrad::hardening {
 
@@ -191,7 +192,7 @@ std::vector<double> column_bound(const reference::GradInputs& in, Dtype x_dtype,
   const reference::GradOutputs ref = reference::layer_norm_grad(in);
   const double ua = arithmetic_roundoff(x_dtype);
   const double us = param_dtype == Dtype::float64 || param_dtype == Dtype::float32 ? 0.0 : storage_roundoff(param_dtype);
-  const double levels = 8.0 + std::ceil(std::log2(static_cast<double>(in.rows) + 1.0)) + 4.0;
+  const double levels = static_cast<double>(runtime::kBlockRows) + std::ceil(std::log2(static_cast<double>(in.rows) + 1.0)) + 4.0;
   std::vector<double> bound(static_cast<std::size_t>(in.h));
   for (std::int64_t j = 0; j < in.h; ++j) {
     double mag = 0;
