@@ -23,6 +23,11 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "common/scalar.hpp"
 #include "kernels/kernels.hpp"
@@ -156,6 +161,38 @@ HWY_INLINE void StreamAs(DF df, hn::Vec<DF> v, T* p) {
   const auto e = Encode(df, v, p);
   hn::Stream(e, hn::DFromV<decltype(e)>(), reinterpret_cast<StorageLane<T>*>(p));
 }
+
+#undef LNGRAD_NATIVE_BF16
+#if HWY_TARGET == HWY_AVX3
+// bfloat16 stored with AVX512-BF16's vcvtneps2bf16: one instruction instead of
+// the integer rounding above, with the same result (nearest-even, NaN keeps
+// its sign and top payload bits and is quieted), except that it flushes
+// subnormal inputs; a vector holding one takes the integer path. Only the
+// AVX3_BF16 table uses this type, and only on CPUs that have the instruction.
+// Inline assembly, because Highway 1.0.3 has no target with AVX512-BF16.
+struct NativeBf16 {
+  uint16_t bits;
+};
+#define LNGRAD_NATIVE_BF16 1
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const NativeBf16* p) {
+  return LoadAs(df, reinterpret_cast<const bf16*>(p));
+}
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, NativeBf16* /* tag */) {
+  static_assert(sizeof(v.raw) == 64, "whole 512-bit vectors only");
+  constexpr int kSubnormal = 0x20;  // vfpclassps category
+  if (HWY_UNLIKELY(_mm512_fpclass_ps_mask(v.raw, kSubnormal) != 0)) {
+    return Encode(df, v, static_cast<bf16*>(nullptr));
+  }
+  __m256i out;
+  asm("vcvtneps2bf16 %1, %0" : "=v"(out) : "v"(v.raw));
+  return hn::Vec<hn::Rebind<uint16_t, DF>>{out};
+}
+#else
+#define LNGRAD_NATIVE_BF16 0
+#endif
 
 // Tails (fewer than Lanes elements) go through a zeroed lane-sized buffer so
 // that one vector code path serves every length.
@@ -560,6 +597,29 @@ const KernelTable* GetTable() {
   return &table;
 }
 
+#if LNGRAD_NATIVE_BF16
+// The AVX3_BF16 table: AVX3 with bfloat16 outputs stored by NativeBf16.
+void GradRowsNativeBf16(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
+  if (args.dtype == Dtype::bfloat16) return GradRows16<NativeBf16>(args, b, e, ag, ab);
+  GradRows(args, b, e, ag, ab);
+}
+void ForwardRowsNativeBf16(const ForwardArgs& args, int64_t b, int64_t e) {
+  if (args.dtype == Dtype::bfloat16) return ForwardRowsT<hn::ScalableTag<float>, NativeBf16>(args, b, e);
+  ForwardRows(args, b, e);
+}
+void FromF32NativeBf16(Dtype dtype, const float* src, void* dst, int64_t n) {
+  if (dtype == Dtype::bfloat16) return FromF32T<NativeBf16>(src, dst, static_cast<size_t>(n));
+  FromF32(dtype, src, dst, n);
+}
+const KernelTable* GetNativeBf16Table() {
+  static const KernelTable table = {"AVX3_BF16", &GradRowsNativeBf16, &BetaRows, &ForwardRowsNativeBf16,
+                                    &AddF32,     &AddF64,             &ToF32,    &FromF32NativeBf16};
+  return &table;
+}
+#else
+const KernelTable* GetNativeBf16Table() { return nullptr; }
+#endif
+
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace HWY_NAMESPACE
 }  // namespace kernels
@@ -571,50 +631,87 @@ namespace lngrad {
 namespace kernels {
 
 HWY_EXPORT(GetTable);
+HWY_EXPORT(GetNativeBf16Table);
 
 namespace {
 
-// Highway target bits: a lower bit is a better target.
-int64_t compiled_targets() { return HWY_TARGETS; }
+// A kernel table to dispatch to: a Highway target, or AVX3_BF16 (the AVX3
+// code with AVX512-BF16 stores), which ranks just above AVX3.
+struct Target {
+  int64_t bit;  // Highway target bit
+  bool native_bf16;
+};
 
-const KernelTable* table_for(int64_t target_bit) {
-  const int64_t chosen = HWY_CHOSEN_TARGET_SHIFT(target_bit) | HWY_CHOSEN_TARGET_MASK_SCALAR;
+const KernelTable* table_of(const Target& t) {
+  const int64_t chosen = HWY_CHOSEN_TARGET_SHIFT(t.bit) | HWY_CHOSEN_TARGET_MASK_SCALAR;
   const size_t index = hwy::Num0BitsBelowLS1Bit_Nonzero64(
       static_cast<uint64_t>(chosen & HWY_CHOSEN_TARGET_MASK_TARGETS));
-  return HWY_DISPATCH_TABLE(GetTable)[index]();
+  return t.native_bf16 ? HWY_DISPATCH_TABLE(GetNativeBf16Table)[index]()
+                       : HWY_DISPATCH_TABLE(GetTable)[index]();
 }
 
-// The best compiled and supported target no better than `cap` (0: no cap).
-int64_t best_target(int64_t cap) {
-  int64_t usable = hwy::SupportedTargets() & compiled_targets();
-  if (cap != 0) usable &= ~(cap - 1);
-  if (usable == 0) usable = compiled_targets();  // unreachable: the fallback target is always usable
-  return usable & -usable;
+bool cpu_has_avx512_bf16() {
+#if HWY_ARCH_X86
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (eax >> 5) & 1u;  // CPUID.(EAX=7,ECX=1):EAX bit 5
+#else
+  return false;
+#endif
 }
 
-int64_t parse_target(std::string_view name) {
-  for (int64_t bits = compiled_targets(); bits != 0; bits &= bits - 1) {
-    const int64_t bit = bits & -bits;
-    const std::string_view candidate = hwy::TargetName(bit);
+// Every compiled table, best first (a lower Highway bit is a better target).
+const std::vector<Target>& compiled() {
+  static const std::vector<Target> list = [] {
+    std::vector<Target> out;
+    for (int64_t bits = HWY_TARGETS; bits != 0; bits &= bits - 1) {
+      const int64_t bit = bits & -bits;
+      if (table_of({bit, true}) != nullptr) out.push_back({bit, true});
+      out.push_back({bit, false});
+    }
+    return out;
+  }();
+  return list;
+}
+
+bool supported(const Target& t) {
+  if ((hwy::SupportedTargets() & t.bit) == 0) return false;
+  static const bool has_bf16 = cpu_has_avx512_bf16();
+  return !t.native_bf16 || has_bf16;
+}
+
+std::string name_of(const Target& t) { return table_of(t)->target; }
+
+// Index in compiled() of the named table; throws Error naming the choices.
+size_t parse_target(std::string_view name) {
+  const std::vector<Target>& all = compiled();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string candidate = name_of(all[i]);
     if (candidate.size() == name.size() &&
         std::equal(name.begin(), name.end(), candidate.begin(),
                    [](char a, char b) { return std::toupper(a) == std::toupper(b); })) {
-      return bit;
+      return i;
     }
   }
   std::string known;
-  for (int64_t bits = compiled_targets(); bits != 0; bits &= bits - 1) {
-    known += known.empty() ? "" : ", ";
-    known += hwy::TargetName(bits & -bits);
-  }
+  for (const Target& t : all) known += (known.empty() ? "" : ", ") + name_of(t);
   throw Error("target: expected one of " + known + "; given '" + std::string(name) + "'");
+}
+
+// The best supported table at or below compiled()[cap].
+const KernelTable* best_table(size_t cap) {
+  const std::vector<Target>& all = compiled();
+  for (size_t i = cap; i < all.size(); ++i) {
+    if (supported(all[i])) return table_of(all[i]);
+  }
+  return table_of(all.back());  // unreachable: the fallback target is always supported
 }
 
 const KernelTable* initial_table() {
   const char* env = std::getenv("LNGRAD_MAX_TARGET");
-  if (env == nullptr || *env == '\0') return table_for(best_target(0));
+  if (env == nullptr || *env == '\0') return best_table(0);
   try {
-    return table_for(best_target(parse_target(env)));
+    return best_table(parse_target(env));
   } catch (const Error& e) {
     throw Error(std::string("LNGRAD_MAX_TARGET: ") + e.what());
   }
@@ -631,14 +728,14 @@ const KernelTable& active() { return *active_slot().load(std::memory_order_acqui
 
 std::vector<std::string> supported_target_names() {
   std::vector<std::string> names;
-  for (int64_t bits = hwy::SupportedTargets() & compiled_targets(); bits != 0; bits &= bits - 1) {
-    names.emplace_back(hwy::TargetName(bits & -bits));
+  for (const Target& t : compiled()) {
+    if (supported(t)) names.push_back(name_of(t));
   }
   return names;
 }
 
 void set_max_target(std::string_view name) {
-  const KernelTable* table = table_for(best_target(name.empty() ? 0 : parse_target(name)));
+  const KernelTable* table = best_table(name.empty() ? 0 : parse_target(name));
   active_slot().store(table, std::memory_order_release);
 }
 
