@@ -2,6 +2,10 @@
 // accurate over many rows in 16-bit storage.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "test_support.hpp"
 
 namespace lngrad::test {
@@ -55,6 +59,36 @@ TEST(Determinism, GradBetaBitIdenticalForAnyThreadCount) {
       ASSERT_TRUE(g.bytes_equal(first_g) && b.bytes_equal(first_b)) << threads;
     }
   }
+}
+
+// AVX3_BF16 only swaps the bfloat16 store instruction (vcvtneps2bf16, with
+// the integer path kept for subnormals), so it must reproduce AVX3's bits,
+// including pd_x values that round to bfloat16 subnormals.
+TEST(Determinism, Avx3Bf16MatchesAvx3BitForBit) {
+  const std::vector<std::string> targets = available_targets();
+  const auto has = [&](const char* name) { return std::find(targets.begin(), targets.end(), name) != targets.end(); };
+  if (!has("AVX3_BF16") || !has("AVX3")) GTEST_SKIP() << "this CPU lacks AVX512-BF16";
+  ProblemSpec s;
+  s.x_shape = {67, 250};  // tails after 15 whole 16-lane vectors
+  s.dtype = s.param_dtype = Dtype::bfloat16;  // pd_gamma, pd_beta stored as bfloat16 too
+  Problem p = make_problem(s);
+  // Row 0's dy of order 2^-130 makes its pd_x float32 subnormals.
+  for (std::int64_t i = 0; i < p.h; ++i) p.dy.set(i, static_cast<double>(i % 7 - 3) * 0x1p-130);
+  Buffer outputs[2][3];
+  const char* names[2] = {"AVX3_BF16", "AVX3"};
+  for (int t = 0; t < 2; ++t) {
+    set_max_target(names[t]);
+    ASSERT_EQ(active_target(), names[t]);
+    Buffer pd_x(s.dtype, p.rows * p.h), pd_gamma(s.param_dtype, p.h), pd_beta(s.param_dtype, p.h);
+    layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
+                    pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape));
+    outputs[t][0] = pd_x;
+    outputs[t][1] = pd_gamma;
+    outputs[t][2] = pd_beta;
+  }
+  set_max_target("");
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(outputs[0][k].bytes_equal(outputs[1][k])) << "output " << k;
 }
 
 TEST(Accuracy, Bfloat16ColumnSumsOverManyRows) {

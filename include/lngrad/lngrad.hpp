@@ -160,7 +160,9 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
 double default_epsilon(Dtype x_dtype);
 
 // SIMD targets compiled into the library that this CPU runs, best first
-// (e.g. "AVX3", "AVX2", "SSE4", "EMU128").
+// (e.g. "AVX3_BF16", "AVX3", "AVX2", "SSE4", "EMU128"). AVX3_BF16 is AVX3 with
+// AVX512-BF16 bfloat16 stores and gives the same bits as AVX3; targets of
+// different vector widths agree within the rounding bounds the tests derive.
 std::vector<std::string> available_targets();
 // The target the kernels dispatch to now.
 std::string active_target();
