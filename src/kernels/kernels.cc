@@ -171,9 +171,7 @@ HWY_INLINE void StreamAs(DF df, hn::Vec<DF> v, T* p) {
 // subnormal inputs; a vector holding one takes the integer path. Only the
 // AVX3_BF16 table uses this type, and only on CPUs that have the instruction.
 // Inline assembly, because Highway 1.0.3 has no target with AVX512-BF16.
-struct NativeBf16 {
-  uint16_t bits;
-};
+enum class NativeBf16 : uint16_t {};
 #define LNGRAD_NATIVE_BF16 1
 
 template <class DF>
@@ -258,7 +256,10 @@ inline size_t group_rows(size_t row_pair_bytes) {
   return HWY_MAX(size_t{1}, HWY_MIN(preferred, kGroupBytes / row_pair_bytes));
 }
 
-template <class DF, typename T, typename TR, bool kPdX, bool kRes, bool kAcc>
+// kPdX and kAcc (the column sums) select compiled variants; res_for_gamma,
+// rarer, is a run-time branch, which keeps the number of instantiations (and
+// the build time of this file under the sanitizers) down.
+template <class DF, typename T, bool kPdX, bool kAcc>
 void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* acc_gamma_v, void* acc_beta_v) {
   using A = hn::TFromD<DF>;
   const DF df;
@@ -342,6 +343,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     return row;
   };
 
+  // res_for_gamma is stored as T, or for 16-bit T as float32 when asked
+  // (the accumulator type, so the same store as for float32 T).
+  void* const res_out = args.res_for_gamma;
+  const bool res_f32 = args.res_dtype == Dtype::float32;
   // Streaming stores need every row of the group aligned alike.
   const size_t vector_bytes = N * sizeof(T);
   const bool stream = kPdX && args.stream_pd_x && (h * sizeof(T)) % vector_bytes == 0;
@@ -357,13 +362,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   Row coef_store[2][kGroupRows];
   Row* coef = coef_store[0];
   Row* coef_next = coef_store[1];
-  if (fused) {
-    const size_t rows0 = static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - row_begin));
-    for (size_t k = 0; k < rows0; ++k) coef[k] = pass1(row_begin + static_cast<int64_t>(k));
-  }
   for (int64_t g0 = row_begin; g0 < row_end; g0 += static_cast<int64_t>(group)) {
     const size_t rows = static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - g0));
-    if (!fused) {
+    if (!fused || g0 == row_begin) {  // else the previous group's pass 2 computed them
       for (size_t k = 0; k < rows; ++k) coef[k] = pass1(g0 + static_cast<int64_t>(k));
     }
     const size_t offset = static_cast<size_t>(g0) * h;
@@ -397,8 +398,12 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
             StoreAs(df, out, pd_x);
           }
         }
-        if constexpr (kRes) {
-          StorePart(df, res_v, static_cast<TR*>(args.res_for_gamma) + at, n, full);
+        if (res_out != nullptr) {
+          if (sizeof(T) == 2 && res_f32) {
+            StorePart(df, res_v, static_cast<hn::TFromD<DF>*>(res_out) + at, n, full);
+          } else {
+            StorePart(df, res_v, static_cast<T*>(res_out) + at, n, full);
+          }
         }
         if constexpr (kAcc) {
           sum_g = hn::MulAdd(d, res_v, sum_g);
@@ -410,22 +415,17 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
         StorePart(df, sum_b, acc_beta + j0, n, full);
       }
     };
-    if (!fused) {
-      if (head != 0) columns(0, head, false, false);
-      size_t j = head;
-      for (; j + N <= h; j += N) columns(j, N, true, stream);
-      if (j < h) columns(j, h - j, false, false);
-      first_group = false;
-      continue;
-    }
-    // Pass 2 of this group, column by column, with pass 1 of the next
-    // group's rows one after another in the same loop: the next rows stream
-    // in from memory while this group is finished from cache. Pass 2's
-    // whole-vector steps are split evenly among the next rows; in each step
-    // pass 1 advances `per_step` vectors of its current row.
+    // Head and tail (partial vectors) share one copy of the column step.
+    auto partial_columns = [&](size_t j0, size_t n) HWY_ATTR { columns(j0, n, false, false); };
+    // Pass 2, column by column. Fused, pass 1 of the next group's rows runs
+    // in the same loop, one row after another: the next rows stream in from
+    // memory while this group is finished from cache. Pass 2's whole-vector
+    // steps are split evenly among the next rows; in each step pass 1
+    // advances `per_step` vectors of its current row.
     const int64_t n0 = g0 + static_cast<int64_t>(rows);
-    const size_t next_rows = n0 < row_end ? static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - n0)) : 0;
-    if (head != 0) columns(0, head, false, false);
+    const size_t next_rows =
+        fused && n0 < row_end ? static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - n0)) : 0;
+    if (head != 0) partial_columns(0, head);
     const size_t steps = (h - head) / N;
     const size_t row_vectors = h / N;
     // Prefetches stay inside this call's rows.
@@ -461,7 +461,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
       finish_row(coef_next[q], ndy, nx, j1, sums);
     }
     for (; t < steps; ++t) columns(head + t * N, N, true, stream);
-    if (head + steps * N < h) columns(head + steps * N, h - head - steps * N, false, false);
+    if (head + steps * N < h) partial_columns(head + steps * N, h - head - steps * N);
     first_group = false;
     std::swap(coef, coef_next);
   }
@@ -469,38 +469,21 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
 
 }
 
-template <class DF, typename T, typename TR>
+template <class DF, typename T>
 void GradRowsFor(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
-  const bool pdx = args.pd_x != nullptr, res = args.res_for_gamma != nullptr, acc = ag != nullptr;
-  const int sel = (pdx ? 4 : 0) | (res ? 2 : 0) | (acc ? 1 : 0);
-  switch (sel) {
-    case 0: return;
-    case 1: return GradRowsT<DF, T, TR, false, false, true>(args, b, e, ag, ab);
-    case 2: return GradRowsT<DF, T, TR, false, true, false>(args, b, e, ag, ab);
-    case 3: return GradRowsT<DF, T, TR, false, true, true>(args, b, e, ag, ab);
-    case 4: return GradRowsT<DF, T, TR, true, false, false>(args, b, e, ag, ab);
-    case 5: return GradRowsT<DF, T, TR, true, false, true>(args, b, e, ag, ab);
-    case 6: return GradRowsT<DF, T, TR, true, true, false>(args, b, e, ag, ab);
-    default: return GradRowsT<DF, T, TR, true, true, true>(args, b, e, ag, ab);
-  }
-}
-
-template <typename T>
-void GradRows16(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
-  const hn::ScalableTag<float> df;
-  if (args.res_for_gamma != nullptr && args.res_dtype == Dtype::float32) {
-    GradRowsFor<decltype(df), T, float>(args, b, e, ag, ab);
-  } else {
-    GradRowsFor<decltype(df), T, T>(args, b, e, ag, ab);
-  }
+  const bool pdx = args.pd_x != nullptr, acc = ag != nullptr;
+  if (pdx && acc) return GradRowsT<DF, T, true, true>(args, b, e, ag, ab);
+  if (pdx) return GradRowsT<DF, T, true, false>(args, b, e, ag, ab);
+  if (acc) return GradRowsT<DF, T, false, true>(args, b, e, ag, ab);
+  if (args.res_for_gamma != nullptr) GradRowsT<DF, T, false, false>(args, b, e, ag, ab);
 }
 
 void GradRows(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
   switch (args.dtype) {
-    case Dtype::float64: return GradRowsFor<hn::ScalableTag<double>, double, double>(args, b, e, ag, ab);
-    case Dtype::float32: return GradRowsFor<hn::ScalableTag<float>, float, float>(args, b, e, ag, ab);
-    case Dtype::float16: return GradRows16<f16>(args, b, e, ag, ab);
-    case Dtype::bfloat16: return GradRows16<bf16>(args, b, e, ag, ab);
+    case Dtype::float64: return GradRowsFor<hn::ScalableTag<double>, double>(args, b, e, ag, ab);
+    case Dtype::float32: return GradRowsFor<hn::ScalableTag<float>, float>(args, b, e, ag, ab);
+    case Dtype::float16: return GradRowsFor<hn::ScalableTag<float>, f16>(args, b, e, ag, ab);
+    case Dtype::bfloat16: return GradRowsFor<hn::ScalableTag<float>, bf16>(args, b, e, ag, ab);
   }
 }
 
@@ -689,7 +672,7 @@ const KernelTable* GetTable() {
 #if LNGRAD_NATIVE_BF16
 // The AVX3_BF16 table: AVX3 with bfloat16 outputs stored by NativeBf16.
 void GradRowsNativeBf16(const GradArgs& args, int64_t b, int64_t e, void* ag, void* ab) {
-  if (args.dtype == Dtype::bfloat16) return GradRows16<NativeBf16>(args, b, e, ag, ab);
+  if (args.dtype == Dtype::bfloat16) return GradRowsFor<hn::ScalableTag<float>, NativeBf16>(args, b, e, ag, ab);
   GradRows(args, b, e, ag, ab);
 }
 void ForwardRowsNativeBf16(const ForwardArgs& args, int64_t b, int64_t e) {
