@@ -379,6 +379,13 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
         sum_b = LoadPart(df, acc_beta + j0, n, full);
       }
       const auto gam = LoadPart(df, gamma + j0, n, full);
+      // Unrolled over the group's rows, GCC keeps every row's coefficients
+      // at fixed places: +15-20% for float32 65536x128 and up to +40% for
+      // bfloat16 512x12288 (2 threads). Not asked of clang, for which it
+      // doubles this file's build time under the sanitizers and often fails.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
       for (size_t k = 0; k < rows; ++k) {
         const size_t at = offset + k * h + j0;
         const auto d = LoadPart(df, dy_base + at, n, full);
