@@ -17,16 +17,8 @@ jobs=${LNGRAD_JOBS:-$(nproc)}
 seconds=${LNGRAD_FUZZ_SECONDS:-60}
 build=${LNGRAD_FUZZ_DIR:-$root/build-fuzz}
 
-need_packages() {
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if ((${#missing[@]})); then
-    echo "ci-fuzz: installing ${missing[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
-need_packages clang libclang-rt-14-dev cmake libhwy-dev
+source "$root/scripts/packages.sh"
+install_missing ci-fuzz --no-install-recommends clang libclang-rt-14-dev cmake libhwy-dev
 
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

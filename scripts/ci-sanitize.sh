@@ -25,16 +25,8 @@ jobs=${LNGRAD_JOBS:-$(nproc)}
 asan_dir=${LNGRAD_ASAN_DIR:-$root/build-asan}
 tsan_dir=${LNGRAD_TSAN_DIR:-$root/build-tsan}
 
-need_packages() {
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if ((${#missing[@]})); then
-    echo "ci-sanitize: installing ${missing[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
-need_packages clang libclang-rt-14-dev cmake libhwy-dev libgtest-dev python3-numpy python3-pytest
+source "$root/scripts/packages.sh"
+install_missing ci-sanitize --no-install-recommends clang libclang-rt-14-dev cmake libhwy-dev libgtest-dev python3-numpy python3-pytest
 
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -12,16 +12,8 @@ root=$PWD
 jobs=${LNGRAD_JOBS:-$(nproc)}
 build=${LNGRAD_STATIC_DIR:-$root/build-static}
 
-need_packages() {
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if ((${#missing[@]})); then
-    echo "ci-static: installing ${missing[*]}" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
-need_packages clang clang-tidy cppcheck cmake libhwy-dev python3
+source "$root/scripts/packages.sh"
+install_missing ci-static --no-install-recommends clang clang-tidy cppcheck cmake libhwy-dev python3
 
 # Configure only: compile_commands.json and the generated version header.
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
