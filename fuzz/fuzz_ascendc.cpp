@@ -156,13 +156,27 @@ void corrupt(Reader& r, Tiling& t) {
   }
 }
 
-template <typename T, bool kReuse>
-void fuzz_grad_call(Reader& r) {
+// A small [B, S, H, originH] shape with H a whole number of 32-byte blocks
+// of T, as both call fuzzers draw it.
+struct CallShape {
+  std::uint32_t b, s, h, oh;
+  ge::Shape shape() const { return ge::Shape({b, s, h, oh}); }
+};
+
+template <typename T>
+CallShape draw_call_shape(Reader& r) {
   const std::uint32_t align = 32 / sizeof(T);
   const std::uint32_t b = 1 + r.pick(3), s = 1 + r.pick(4);
   const std::uint32_t h = align * (1 + r.pick(4));
   const std::uint32_t oh = r.one_in(3) ? 1 + r.pick(h) : h;
-  const ge::Shape shape({b, s, h, oh});
+  return {b, s, h, oh};
+}
+
+template <typename T, bool kReuse>
+void fuzz_grad_call(Reader& r) {
+  const CallShape cs = draw_call_shape<T>(r);
+  const std::uint32_t h = cs.h;
+  const ge::Shape shape = cs.shape();
   std::uint32_t max_size = 0, min_size = 0;
   LayerNormGradTiling t;
   std::uint32_t stack = 0;
@@ -174,7 +188,7 @@ void fuzz_grad_call(Reader& r) {
     return;  // e.g. reuse with half: the tiling half of the contract is fuzz_tiling's
   }
   corrupt(r, t);
-  const std::uint32_t rows = b * s;
+  const std::uint32_t rows = cs.b * cs.s;
   View<T> pd_x(r, rows * h, true), res(r, rows * h, true), dy(r, rows * h, false), x(r, rows * h, false),
       var(r, rows, false), mean(r, rows, false), gamma(r, h, false);
   View<std::uint8_t> tmp(r, stack, false);
@@ -197,11 +211,9 @@ void fuzz_grad_call(Reader& r) {
 
 template <typename T, bool kReuse>
 void fuzz_beta_call(Reader& r) {
-  const std::uint32_t align = 32 / sizeof(T);
-  const std::uint32_t b = 1 + r.pick(3), s = 1 + r.pick(4);
-  const std::uint32_t h = align * (1 + r.pick(4));
-  const std::uint32_t oh = r.one_in(3) ? 1 + r.pick(h) : h;
-  const ge::Shape shape({b, s, h, oh});
+  const CallShape cs = draw_call_shape<T>(r);
+  const std::uint32_t h = cs.h;
+  const ge::Shape shape = cs.shape();
   std::uint32_t max_size = 0, min_size = 0;
   LayerNormGradBetaTiling t;
   std::uint32_t stack = 0;
@@ -213,7 +225,7 @@ void fuzz_beta_call(Reader& r) {
     return;
   }
   corrupt(r, t);
-  const std::uint32_t rows = b * s;
+  const std::uint32_t rows = cs.b * cs.s;
   View<T> pd_gamma(r, h, true), pd_beta(r, h, true), res(r, rows * h, false), dy(r, rows * h, false);
   View<std::uint8_t> tmp(r, stack, false);
   const bool library_scratch = r.one_in(4);
