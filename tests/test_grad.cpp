@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -21,9 +23,12 @@ class PerTarget : public ::testing::TestWithParam<std::string> {
 struct Case {
   ProblemSpec spec;
   Statistic statistic = Statistic::variance;
+  Stores stores = Stores::automatic;
+  int pd_x_line_offset = -1;  // bytes past a 64-byte line where pd_x starts; -1: as allocated
 };
 
-void check_grad(const Case& c) {
+// Checks layer_norm_grad against the reference; pd_x's bytes go to pd_x_out.
+void check_grad(const Case& c, std::vector<unsigned char>* pd_x_out = nullptr) {
   Problem p = make_problem(c.spec);
   p.ref.epsilon = p.epsilon;
   SCOPED_TRACE("x " + p.x_shape.str() + " " + dtype_name(p.dtype) + " stats " + dtype_name(p.stat_dtype) +
@@ -37,22 +42,34 @@ void check_grad(const Case& c) {
   }
   const auto ref = reference::layer_norm_grad(p.ref);
   const Dtype out_param = p.param_dtype;
-  Buffer pd_x(p.dtype, p.rows * p.h), pd_gamma(out_param, p.h), pd_beta(out_param, p.h);
+  // pd_x sits `at` elements into its buffer, at the asked offset from a
+  // cache line; the slack around it must stay untouched.
+  const std::int64_t n = p.rows * p.h;
+  const std::int64_t esize = static_cast<std::int64_t>(dtype_size(p.dtype));
+  const std::int64_t slack = c.pd_x_line_offset < 0 ? 0 : 64 / esize;
+  Buffer pd_x(p.dtype, n + slack), pd_gamma(out_param, p.h), pd_beta(out_param, p.h);
+  std::int64_t at = 0;
+  if (c.pd_x_line_offset >= 0) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(pd_x.data());
+    at = static_cast<std::int64_t>((64 + static_cast<std::uintptr_t>(c.pd_x_line_offset) - addr % 64) % 64) / esize;
+  }
+  unsigned char* const pd_x_bytes = static_cast<unsigned char*>(pd_x.data());
   GradOptions opt;
   opt.epsilon = p.epsilon;
   opt.statistic = c.statistic;
+  opt.pd_x_stores = c.stores;
   std::optional<ConstTensorView> gamma;
   if (p.has_gamma) gamma = p.gamma.cview(p.param_shape);
   layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
-                  p.mean.cview(p.stat_shape), gamma, pd_x.view(p.x_shape), pd_gamma.view(p.param_shape),
-                  pd_beta.view(p.param_shape), opt);
+                  p.mean.cview(p.stat_shape), gamma, TensorView{pd_x_bytes + at * esize, p.dtype, p.x_shape},
+                  pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape), opt);
 
   const auto bound = pd_x_bounds(p.ref, ref, p.dtype);
   int failures = 0;
-  for (std::int64_t i = 0; i < p.rows * p.h && failures < 5; ++i) {
-    const double err = std::fabs(pd_x.get(i) - ref.pd_x[i]);
+  for (std::int64_t i = 0; i < n && failures < 5; ++i) {
+    const double err = std::fabs(pd_x.get(at + i) - ref.pd_x[i]);
     if (!(err <= bound[i])) {
-      ADD_FAILURE() << "pd_x[" << i << "] = " << pd_x.get(i) << ", reference " << ref.pd_x[i] << ", error " << err
+      ADD_FAILURE() << "pd_x[" << i << "] = " << pd_x.get(at + i) << ", reference " << ref.pd_x[i] << ", error " << err
                     << " > bound " << bound[i];
       ++failures;
     }
@@ -74,6 +91,11 @@ void check_grad(const Case& c) {
   EXPECT_TRUE(pd_x.guards_intact());
   EXPECT_TRUE(pd_gamma.guards_intact());
   EXPECT_TRUE(pd_beta.guards_intact());
+  for (std::int64_t b = 0; b < (n + slack) * esize; ++b) {
+    if (b == at * esize) b = (at + n) * esize;
+    if (b < (n + slack) * esize) ASSERT_EQ(pd_x_bytes[b], Buffer::kGuard) << "pd_x slack byte " << b;
+  }
+  if (pd_x_out != nullptr) pd_x_out->assign(pd_x_bytes + at * esize, pd_x_bytes + (at + n) * esize);
 }
 
 const Dtype kDtypes[] = {Dtype::float64, Dtype::float32, Dtype::float16, Dtype::bfloat16};
@@ -126,6 +148,31 @@ TEST_P(PerTarget, LongRowsOverlapTheNextGroupsFirstPass) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
     for (std::int64_t h : {8192 / (2 * elem), 8192 / (2 * elem) + 5, 16384 / (2 * elem) + 37}) {
       check_grad({spec({43, h}, 1, d)});
+    }
+  }
+}
+
+TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
+  // Non-temporal pd_x stores on rows of whole vectors, with pd_x on a cache
+  // line or 16 or 48 bytes past one (each row then starts with a head of
+  // cached stores), and on rows that are not whole vectors (cached stores
+  // throughout): the same bits as cached stores, within the reference
+  // bounds. The longest rows take the fused loop; 13 rows end on a short group.
+  for (Dtype d : kDtypes) {
+    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
+    for (std::int64_t h : std::initializer_list<std::int64_t>{64, 96, 200, 8192 / elem}) {
+      for (int offset : {0, 16, 48}) {
+        Case streamed{spec({13, h}, 1, d)};
+        streamed.stores = Stores::streaming;
+        streamed.pd_x_line_offset = offset;
+        Case cached = streamed;
+        cached.stores = Stores::cached;
+        SCOPED_TRACE("pd_x " + std::to_string(offset) + " bytes past a line");
+        std::vector<unsigned char> streamed_bits, cached_bits;
+        check_grad(streamed, &streamed_bits);
+        check_grad(cached, &cached_bits);
+        EXPECT_EQ(streamed_bits, cached_bits);
+      }
     }
   }
 }

@@ -79,6 +79,13 @@ struct TensorView {
 // it (epsilon is then unused).
 enum class Statistic : std::uint8_t { variance, rstd };
 
+// How pd_x is written. automatic: past the caches (non-temporal stores) when
+// pd_x is larger than the last-level cache, so its destination lines are not
+// read first; cached: always through the caches, for a pd_x read again right
+// away; streaming: past the caches wherever rows are whole SIMD vectors.
+// Results are the same bits whichever way they are stored.
+enum class Stores { automatic, cached, streaming };
+
 struct GradOptions {
   // Default as the Ascend op: 1e-12 for float32/float64 x, 1e-5 otherwise.
   std::optional<double> epsilon;
@@ -91,6 +98,7 @@ struct GradOptions {
   // pd_gamma/pd_beta, else from the shape of mean.
   int normalized_ndim = 0;
   int num_threads = 0;  // 0: all cores available to the process
+  Stores pd_x_stores = Stores::automatic;
 };
 
 // Seed 000's LayerNormGrad graph op.
@@ -114,6 +122,7 @@ struct GradXOptions {
   Statistic statistic = Statistic::variance;
   int normalized_ndim = 0;  // 0: from gamma, else from the shape of mean
   int num_threads = 0;
+  Stores pd_x_stores = Stores::automatic;
 };
 
 // Seed 002's LayerNormGrad: pd_x as above and res_for_gamma = (x-mean)*rstd,

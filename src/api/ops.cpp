@@ -1,6 +1,7 @@
 // The public operators: validate every argument, then hand plain pointers to
 // the row kernels through the runtime. No formula lives here.
 #include <algorithm>
+#include <cstdint>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -161,16 +162,22 @@ struct ColumnSums {
   TensorView pd_gamma, pd_beta;  // empty view: not wanted
 };
 
+// Whether pd_x goes past the caches (see Stores). Automatic: an output
+// larger than the last-level cache cannot be read back from it, so streaming
+// saves reading each destination line first.
+bool stream_pd_x(Stores stores, const void* pd_x, std::int64_t pd_x_bytes) {
+  if (pd_x == nullptr || stores == Stores::cached) return false;
+  if (stores == Stores::streaming) return true;
+  return pd_x_bytes > runtime::last_level_cache_bytes();
+}
+
 // Runs grad rows, with column sums when asked for.
 template <typename A>
 void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamma, std::int64_t rows,
-              int threads, const ColumnSums& sums) {
+              int threads, Stores stores, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   args.gamma = widen_param<A>(gamma, h, A(1), 0);
-  // An output larger than the last-level cache cannot be read back from it:
-  // stream it past the caches (saves reading each destination line first).
-  args.stream_pd_x = args.pd_x != nullptr &&
-                     rows * h * static_cast<std::int64_t>(dtype_size(args.dtype)) > runtime::last_level_cache_bytes();
+  args.stream_pd_x = stream_pd_x(stores, args.pd_x, rows * h * static_cast<std::int64_t>(dtype_size(args.dtype)));
   const kernels::KernelTable& k = kernels::active();
   threads = runtime::effective_threads(threads, rows, h);
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
@@ -313,9 +320,9 @@ void layer_norm_grad(ConstTensorView dy, ConstTensorView x, ConstTensorView vari
   if (options.compute_pd_beta) sums.pd_beta = pd_beta;
   if (setup.args.pd_x == nullptr && sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) return;
   if (x.dtype == Dtype::float64) {
-    run_grad<double>(setup.args, gamma, setup.rows, setup.threads, sums);
+    run_grad<double>(setup.args, gamma, setup.rows, setup.threads, options.pd_x_stores, sums);
   } else {
-    run_grad<float>(setup.args, gamma, setup.rows, setup.threads, sums);
+    run_grad<float>(setup.args, gamma, setup.rows, setup.threads, options.pd_x_stores, sums);
   }
 }
 
@@ -340,9 +347,9 @@ void layer_norm_grad_x(ConstTensorView dy, ConstTensorView x, ConstTensorView va
   setup.args.res_for_gamma = res_for_gamma.data;
   setup.args.res_dtype = res_for_gamma.dtype;
   if (x.dtype == Dtype::float64) {
-    run_grad<double>(setup.args, gamma, setup.rows, setup.threads, {});
+    run_grad<double>(setup.args, gamma, setup.rows, setup.threads, options.pd_x_stores, {});
   } else {
-    run_grad<float>(setup.args, gamma, setup.rows, setup.threads, {});
+    run_grad<float>(setup.args, gamma, setup.rows, setup.threads, options.pd_x_stores, {});
   }
 }
 

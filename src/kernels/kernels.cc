@@ -157,10 +157,18 @@ HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, T* p) {
 }
 
 // Non-temporal store; p must be aligned to the encoded vector's size.
+// Highway 1.0.3 streams a vector narrower than 16 bytes (16-bit T on the
+// 128-bit targets) as 16 bytes, past its end and faulting unless 16-byte
+// aligned: such a vector takes an ordinary store.
 template <class DF, typename T>
 HWY_INLINE void StreamAs(DF df, hn::Vec<DF> v, T* p) {
   const auto e = Encode(df, v, p);
-  hn::Stream(e, hn::DFromV<decltype(e)>(), reinterpret_cast<StorageLane<T>*>(p));
+  using DE = hn::DFromV<decltype(e)>;
+  if constexpr (hn::MaxLanes(DE()) * sizeof(hn::TFromD<DE>) < 16) {
+    hn::StoreU(e, DE(), reinterpret_cast<StorageLane<T>*>(p));
+  } else {
+    hn::Stream(e, DE(), reinterpret_cast<StorageLane<T>*>(p));
+  }
 }
 
 #undef LNGRAD_NATIVE_BF16
