@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,8 +25,50 @@ int available_cores() {
   return hc > 0 ? static_cast<int>(hc) : 1;
 }
 
+namespace {
+
+// "32768K" and the like, as sysfs writes cache sizes; 0 when unreadable.
+std::int64_t parse_cache_size(const std::string& text) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || v <= 0) return 0;
+  switch (*end) {
+    case 'K': return v << 10;
+    case 'M': return v << 20;
+    case 'G': return v << 30;
+    default: return v;
+  }
+}
+
+// The highest data or unified cache level sysfs lists for cpu0; 0 if none.
+std::int64_t sysfs_last_level_cache_bytes() {
+  int best_level = 0;
+  std::int64_t best = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    if (!level_file || !size_file) continue;
+    int level = 0;
+    std::string type, size;
+    level_file >> level;
+    type_file >> type;
+    size_file >> size;
+    const std::int64_t bytes = parse_cache_size(size);
+    if (type != "Instruction" && bytes > 0 && level > best_level) {
+      best_level = level;
+      best = bytes;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 std::int64_t last_level_cache_bytes() {
+  // sysfs first: under a hypervisor glibc's sysconf can report another
+  // figure (384 MiB on a VM whose sysfs lists a 32 MiB L3).
   static const std::int64_t bytes = [] {
+    if (const std::int64_t b = sysfs_last_level_cache_bytes(); b > 0) return b;
     for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
       const long v = sysconf(name);
       if (v > 0) return static_cast<std::int64_t>(v);
