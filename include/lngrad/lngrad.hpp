@@ -80,10 +80,12 @@ struct TensorView {
 enum class Statistic : std::uint8_t { variance, rstd };
 
 // How pd_x is written. automatic: past the caches (non-temporal stores) when
-// pd_x is larger than the last-level cache, so its destination lines are not
-// read first; cached: always through the caches, for a pd_x read again right
-// away; streaming: past the caches wherever rows are whole SIMD vectors.
-// Results are the same bits whichever way they are stored.
+// dy, x and pd_x together exceed the last-level cache, so pd_x neither evicts
+// the inputs nor has its destination lines read first (for a pd_x that does
+// not start on a 64-byte line, only when rows are 4 KiB or longer); cached:
+// always through the caches, for a pd_x read again right away; streaming:
+// past the caches wherever rows are whole SIMD vectors. Results are the same
+// bits whichever way they are stored.
 enum class Stores { automatic, cached, streaming };
 
 struct GradOptions {
