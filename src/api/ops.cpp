@@ -146,8 +146,18 @@ const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A 
   return buf.data();
 }
 
+// Where the column sums for `dst` go: dst itself when it holds the
+// accumulator type (no copy), else `fallback`, to be stored by store_params.
+template <typename A>
+A* sums_into(const TensorView& dst, A* fallback) {
+  constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
+  return dst.data != nullptr && dst.dtype == kAccDtype ? static_cast<A*>(dst.data) : fallback;
+}
+
+// Stores column sums into dst unless sums_into put them there already.
 template <typename A>
 void store_params(const A* src, const TensorView& dst, std::int64_t h) {
+  if (src == dst.data) return;
   if (dst.data == nullptr) return;
   if constexpr (sizeof(A) == sizeof(float)) {
     kernels::active().from_f32(dst.dtype, src, dst.data, h);
@@ -193,10 +203,12 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
   }
   std::vector<A>& out = scratch<A>(1);
   out.resize(static_cast<std::size_t>(2 * h));
+  A* const sum_gamma = sums_into(sums.pd_gamma, out.data());
+  A* const sum_beta = sums_into(sums.pd_beta, out.data() + h);
   auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
-  runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(k), out.data(), out.data() + h);
-  store_params(out.data(), sums.pd_gamma, h);
-  store_params(out.data() + h, sums.pd_beta, h);
+  runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(k), sum_gamma, sum_beta);
+  store_params(sum_gamma, sums.pd_gamma, h);
+  store_params(sum_beta, sums.pd_beta, h);
 }
 
 }  // namespace
@@ -367,11 +379,13 @@ void run_beta(const kernels::BetaArgs& args, std::int64_t rows, int threads, con
   const kernels::KernelTable& k = kernels::active();
   std::vector<A>& out = scratch<A>(1);
   out.resize(static_cast<std::size_t>(2 * args.h));
+  A* const sum_gamma = sums_into(pd_gamma, out.data());
+  A* const sum_beta = sums_into(pd_beta, out.data() + args.h);
   auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
   runtime::reduce_rows<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, kernels::add_fn<A>(k),
-                          out.data(), out.data() + args.h);
-  store_params(out.data(), pd_gamma, args.h);
-  store_params(out.data() + args.h, pd_beta, args.h);
+                          sum_gamma, sum_beta);
+  store_params(sum_gamma, pd_gamma, args.h);
+  store_params(sum_beta, pd_beta, args.h);
 }
 }  // namespace
 

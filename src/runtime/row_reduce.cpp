@@ -68,6 +68,10 @@ template <typename A>
 void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, AddFn<A> add,
                  A* sum_gamma, A* sum_beta) {
   const Plan p = plan_for(rows);
+  if (p.blocks == 1) {  // one block's sums are the result: no buffers, no copies
+    fn(0, rows, sum_gamma, sum_beta);
+    return;
+  }
   threads = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), p.chunks));
   const std::int64_t width = 2 * h;  // [gamma sums | beta sums]
   const std::int64_t per_worker = buffers_per_worker(p);
@@ -103,8 +107,14 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
       stack.pop_back();
       add(stack.back(), right, width);
     }
-    std::memcpy(chunk_sums + chunk * width, stack.back(), sizeof(A) * static_cast<std::size_t>(width));
+    if (p.chunks == 1) {  // the whole sum: no combining step
+      std::memcpy(sum_gamma, stack.back(), sizeof(A) * static_cast<std::size_t>(h));
+      std::memcpy(sum_beta, stack.back() + h, sizeof(A) * static_cast<std::size_t>(h));
+    } else {
+      std::memcpy(chunk_sums + chunk * width, stack.back(), sizeof(A) * static_cast<std::size_t>(width));
+    }
   });
+  if (p.chunks == 1) return;
 
   // Combine the chunks pairwise; columns are independent, so split them.
   constexpr std::int64_t kColumnsPerTask = 4096;
