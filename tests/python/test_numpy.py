@@ -222,6 +222,23 @@ def test_out_arrays_are_written_and_returned():
     assert all(a is b for a, b in zip(lngrad.layer_norm_grad_beta(res, c["dy"], out=(pg, pb)), (pg, pb)))
 
 
+@pytest.mark.parametrize("shape", [(3, 5), (1, 1), (2, 3, 7)])
+def test_allocated_outputs_start_on_a_cache_line(shape):
+    # The library streams pd_x past the caches from a 64-byte line only, for short rows;
+    # np.empty alone gives 16-byte alignment. Checked on outputs of every op.
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float16)
+    y, mean, var, rstd = lngrad.layer_norm(x)
+    pd_x, pd_gamma, pd_beta = lngrad.layer_norm_grad(x, x, var, mean, None)
+    pd_x2, res = lngrad.layer_norm_grad_x(x, x, var, mean, None)
+    pg, pb = lngrad.layer_norm_grad_beta(res, x)
+    for a in (y, mean, var, rstd, pd_x, pd_gamma, pd_beta, pd_x2, res, pg, pb):
+        assert a.ctypes.data % 64 == 0
+        assert a.flags.c_contiguous and a.flags.writeable
+    assert y.shape == pd_x.shape == res.shape == shape and pd_x.dtype == res.dtype == np.float16
+    assert pd_gamma.shape == pb.shape == shape[-1:]
+    np.testing.assert_array_equal(pd_x, pd_x2)
+
+
 def test_float32_parameter_gradients_for_float16_input_via_out():
     c = make_case("float16", (300, 24), 1, seed=8)
     pg, pb = np.empty(24, np.float32), np.empty(24, np.float32)
