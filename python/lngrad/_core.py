@@ -76,6 +76,13 @@ def _outs(backend, function, out, names):
             for i, o in enumerate(out)]
 
 
+def _written(backend, outs):
+    """Tells the backend which out= arrays the library has written."""
+    for o in outs:
+        if o is not None:
+            backend.written(o)
+
+
 def _view(backend, array):
     return None if array is None else backend.view(array)
 
@@ -144,13 +151,15 @@ def layer_norm_grad(backend, dy, x, variance, mean, gamma, epsilon, rstd, output
                             _view(backend, gamma), _view(backend, pd_x), _view(backend, pd_gamma),
                             _view(backend, pd_beta), epsilon, bool(rstd), mask[0], mask[1], mask[2],
                             normalized_ndim, threads)
+    _written(backend, outs)
     return tuple(a if wanted else None for a, wanted in zip((pd_x, pd_gamma, pd_beta), mask))
 
 
 def layer_norm_grad_x(backend, dy, x, variance, mean, gamma, epsilon, rstd, out, num_threads, normalized_ndim):
     fn = "layer_norm_grad_x"
     dy, x, variance, mean, gamma, epsilon = _grad_inputs(backend, fn, dy, x, variance, mean, gamma, epsilon, rstd)
-    pd_x, res = _outs(backend, fn, out, ("pd_x", "res_for_gamma"))
+    outs = _outs(backend, fn, out, ("pd_x", "res_for_gamma"))
+    pd_x, res = outs
     threads = _int(fn, "num_threads", num_threads, 0)
     normalized_ndim = _int(fn, "normalized_ndim", normalized_ndim, -_INT_MAX)
     x_shape, x_dtype = backend.shape(x), backend.dtype(x)
@@ -161,6 +170,7 @@ def layer_norm_grad_x(backend, dy, x, variance, mean, gamma, epsilon, rstd, out,
     _lngrad.layer_norm_grad_x(backend.view(dy), backend.view(x), backend.view(variance), backend.view(mean),
                               _view(backend, gamma), backend.view(pd_x), backend.view(res), epsilon, bool(rstd),
                               normalized_ndim, threads)
+    _written(backend, outs)
     return pd_x, res
 
 
@@ -185,6 +195,7 @@ def layer_norm_grad_beta(backend, res_for_gamma, dy, gamma_ndim, out, num_thread
     pd_gamma, pd_beta = (backend.empty(shape, dtype) if o is None else o for o in outs)
     _lngrad.layer_norm_grad_beta(backend.view(res_for_gamma), backend.view(dy), backend.view(pd_gamma),
                                  backend.view(pd_beta), threads)
+    _written(backend, outs)
     return pd_gamma, pd_beta
 
 
@@ -194,7 +205,8 @@ def layer_norm(backend, x, gamma, beta, epsilon, normalized_ndim, out, num_threa
     gamma = None if gamma is None else backend.input(fn, "gamma", gamma)
     beta = None if beta is None else backend.input(fn, "beta", beta)
     epsilon = _epsilon(fn, epsilon)
-    y, mean, variance, rstd = _outs(backend, fn, out, ("y", "mean", "variance", "rstd"))
+    outs = _outs(backend, fn, out, ("y", "mean", "variance", "rstd"))
+    y, mean, variance, rstd = outs
     threads = _int(fn, "num_threads", num_threads, 0)
     n = _int(fn, "normalized_ndim", normalized_ndim, 0)
     x_shape, x_dtype = backend.shape(x), backend.dtype(x)
@@ -214,4 +226,5 @@ def layer_norm(backend, x, gamma, beta, epsilon, normalized_ndim, out, num_threa
     mean, variance, rstd = (backend.empty(stat_shape, sdtype) if s is None else s for s in (mean, variance, rstd))
     _lngrad.layer_norm(backend.view(x), _view(backend, gamma), _view(backend, beta), backend.view(y),
                        backend.view(mean), backend.view(variance), backend.view(rstd), epsilon, n, threads)
+    _written(backend, outs)
     return y, mean, variance, rstd

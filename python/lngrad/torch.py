@@ -1,8 +1,9 @@
 """lngrad over torch tensors: the four functions and a drop-in LayerNorm module.
 
 Tensors must be on the CPU, strided, and float64, float32, float16 or bfloat16.
-Non-contiguous inputs are copied; out= tensors are written in place and must
-be contiguous and not require grad. The functions are not differentiable
+Non-contiguous inputs are copied; out= tensors are written in place (their
+version counters bumped, as by an in-place op) and must be contiguous and not
+require grad. The functions are not differentiable
 (their outputs do not require grad): use :class:`LayerNorm` for autograd.
 Arguments, defaults, shapes and dtypes are those of the NumPy functions in
 :mod:`lngrad`; torch.set_num_threads does not apply (num_threads=0 is all
@@ -47,6 +48,14 @@ class TorchBackend:
         if not t.is_contiguous() or t.is_neg():
             _core.fail(function, name, "a contiguous tensor", f"strides {tuple(t.stride())}")
         return t
+
+    @staticmethod
+    def written(t):
+        """Bumps the version counter of an out= tensor the library wrote, as an in-place
+        op would, so autograd refuses a backward that saved its old values. An in-place
+        op on an empty view does it without touching the data (PyTorch 1.13 has no
+        public call for it)."""
+        t.reshape(-1)[:0].zero_()
 
     @staticmethod
     def empty(shape, dtype):

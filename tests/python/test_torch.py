@@ -107,6 +107,34 @@ def test_out_tensors_are_written_and_returned():
         assert torch.equal(g, e)
 
 
+def test_out_tensors_written_bump_their_version_for_autograd():
+    # A tensor saved for backward and then overwritten through out= must make that backward
+    # fail, as after any in-place op, rather than silently use the new values.
+    c = make_case("float32", (6, 8), seed=9)
+    args = [c[k] for k in ("dy", "x", "variance", "mean", "gamma")]
+    w = torch.ones(6, 8, requires_grad=True)
+    saved = torch.zeros(6, 8)
+    loss = (w * saved).sum()  # saves `saved` to compute w's gradient
+    before = saved._version
+    lt.layer_norm_grad(*args, output_mask=(True, False, False), out=(saved, None, None))
+    assert saved._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    # Every function that takes out= bumps each array it was given.
+    outs = [torch.empty(6, 8), torch.empty(6, 8)]
+    versions = [t._version for t in outs]
+    lt.layer_norm_grad_x(*args, out=tuple(outs))
+    assert all(t._version > v for t, v in zip(outs, versions))
+    pg = torch.empty(8)
+    version = pg._version
+    lt.layer_norm_grad_beta(outs[1], c["dy"], out=(pg, None))
+    assert pg._version > version
+    y = torch.empty(6, 8)
+    version = y._version
+    lt.layer_norm(c["x"], c["gamma"], out=(y, None, None, None))
+    assert y._version > version
+
+
 def _raises(exc, message, fn, *args, **kwargs):
     with pytest.raises(exc) as info:
         fn(*args, **kwargs)
