@@ -31,6 +31,7 @@
 #include "options.hpp"
 #include "reference.hpp"
 #include "report.hpp"
+#include "runtime/thread_pool.hpp"
 #include "triad.hpp"
 
 namespace lngrad_bench {
@@ -309,23 +310,6 @@ void time_rounds(std::vector<Entry>& entries, int reps, bool verbose) {
   }
 }
 
-std::string read_first_line(const char* path) {
-  std::ifstream f(path);
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
-
-double llc_bytes() {
-  // sysfs gives e.g. "32768K".
-  const std::string s = read_first_line("/sys/devices/system/cpu/cpu0/cache/index3/size");
-  if (s.empty()) return 0.0;
-  double v = std::atof(s.c_str());
-  if (s.back() == 'K') v *= 1024;
-  if (s.back() == 'M') v *= 1048576;
-  return v;
-}
-
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; std::getline(f, line);) {
@@ -367,7 +351,7 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   row.h = shape.h;
   row.dtype = dtype;
   row.bytes = static_cast<double>(p.traffic_bytes());
-  row.beyond_llc = llc > 0 && row.bytes > 3 * llc;
+  row.beyond_llc = row.bytes > 3 * llc;
 
   const Check check(p);
   const double tol = tolerance(dtype);
@@ -453,7 +437,7 @@ SmallShape measure_small(const Options& o, Contestant& lngrad_c, TriadPool& pool
     entries.emplace_back(
         "once", [&t, st] { triad_range(t.a.as<float>(), t.b.as<float>(), t.c.as<float>(), 3.0f, 0, t.n, st); });
   }
-  const double big_bytes = 4.0 * (llc > 0 ? llc : 64.0 * 1048576.0);
+  const double big_bytes = 4.0 * llc;
   TriadArrays big(static_cast<std::size_t>(big_bytes / 3.0));
   for (TriadStores st : {TriadStores::cached, TriadStores::streaming}) {
     entries.emplace_back("memory", [&big, &pool, st] {
@@ -480,7 +464,8 @@ int run(const Options& o) {
   info.triad_isa = triad_isa();
   info.threads = o.threads;
   info.reps = o.reps;
-  info.llc_bytes = llc_bytes();
+  // As lngrad sees it (it decides its streamed stores by it).
+  info.llc_bytes = static_cast<double>(lngrad::runtime::last_level_cache_bytes());
   info.tolerance_f32 = kTolF32;
   info.tolerance_f16 = kTolF16;
   info.tolerance_bf16 = kTolBF16;

@@ -61,7 +61,7 @@ void print_header(std::FILE* out, const RunInfo& info) {
   std::fprintf(out, "cpu: %s\n", info.cpu.c_str());
   std::fprintf(out, "lngrad target: %s   threads: %d   last-level cache: %s   rounds: %d (median)\n",
                info.target.c_str(), info.threads,
-               info.llc_bytes > 0 ? fmt("%.0f MiB", info.llc_bytes / 1048576.0).c_str() : "unknown", info.reps);
+               fmt("%.0f MiB", info.llc_bytes / 1048576.0).c_str(), info.reps);
   std::fprintf(
       out,
       "peers: oneDNN %s, PyTorch %s; triad: %s, %d threads (fastest of cached stores, streaming stores, 1 thread)\n",
@@ -156,9 +156,7 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
       ++n;
       detail += (detail.empty() ? "" : ", ") + r.shape + " " + lngrad::dtype_name(r.dtype) + " " + fmt("%.2f", f);
     }
-    if (info.llc_bytes <= 0) {
-      std::fprintf(out, "  [----] >= %.2f of the triad beyond 3x LLC: cache size unknown\n", kTriadFraction);
-    } else if (n == 0) {
+    if (n == 0) {
       std::fprintf(out, "  [----] >= %.2f of the triad beyond 3x LLC: no shape run is that large\n", kTriadFraction);
     } else {
       verdict(pass, fmt(">= %.2f of the triad for shapes beyond 3x LLC: ", kTriadFraction) + detail);
@@ -229,7 +227,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
   if (!f) throw std::runtime_error("--csv: cannot open '" + path + "' for writing");
   // '#' lines carry the run's context (bench/plot.py puts it in the title).
   f << "# cpu: " << info.cpu << "\n# target: " << info.target << "\n# threads: " << info.threads
-    << "\n# llc_mib: " << (info.llc_bytes > 0 ? fmt("%.0f", info.llc_bytes / 1048576.0) : std::string("unknown"))
+    << "\n# llc_mib: " << fmt("%.0f", info.llc_bytes / 1048576.0)
     << "\n# reps: " << info.reps << "\n# onednn: " << info.onednn_version << "\n# torch: " << info.torch_version
     << "\n# triad_isa: " << info.triad_isa << "\n# other_load_cores: " << fmt("%.2f", info.other_load)
     << "\n# steal_cores: " << fmt("%.2f", info.steal) << "\n";
