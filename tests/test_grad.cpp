@@ -142,8 +142,9 @@ TEST_P(PerTarget, VeryLongRows) {
 TEST_P(PerTarget, LongRowsOverlapTheNextGroupsFirstPass) {
   // Rows of 8 KiB or more (dy and x) take the fused loop: pass 1 of the next
   // group inside pass 2 of this one. Cover several groups, a short last group
-  // (43 = 10*4 + 3, and calls of 32 and 11 rows), H off the vector width so
-  // segments and tails do not line up, and H whose rows just reach the limit.
+  // (43 rows in groups of 4, or of 2 for float32; calls of 32 and 11 rows), H
+  // off the vector width so segments and tails do not line up, and H whose
+  // rows just reach the limit.
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
     for (std::int64_t h : {8192 / (2 * elem), 8192 / (2 * elem) + 5, 16384 / (2 * elem) + 37}) {
