@@ -51,7 +51,10 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
   if (rows < 1 || h < 1) return 0;
   const int threads = runtime::effective_threads(num_threads > 0 ? num_threads : runtime::available_cores(), rows, h);
   const std::int64_t acc = x_dtype == Dtype::float64 ? 8 : 4;
-  return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 2 * h * acc;  // + the final sums
+  // + the final sums, and for bfloat16 gamma in the kernels' pair order
+  // (two copies per thread).
+  const std::int64_t pair_gamma = x_dtype == Dtype::bfloat16 ? threads * 2 * h * acc : 0;
+  return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 2 * h * acc + pair_gamma;
 }
 const char* version() { return LNGRAD_VERSION_STRING; }
 
