@@ -352,6 +352,7 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   row.dtype = dtype;
   row.bytes = static_cast<double>(p.traffic_bytes());
   row.beyond_llc = row.bytes > 3 * llc;
+  row.workspace_bytes = static_cast<double>(lngrad::grad_workspace_bytes(shape.rows, shape.h, dtype, o.threads));
 
   const Check check(p);
   const double tol = tolerance(dtype);

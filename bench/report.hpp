@@ -33,6 +33,7 @@ struct Row {
   double other_load = -1.0;  // cores used by other processes while this row was timed; -1 unknown
   double steal = -1.0;       // cores stolen by the hypervisor meanwhile; -1 unknown
   double timed_s = 0.0;      // how long the row's calibration and rounds took
+  double workspace_bytes = 0.0;  // lngrad::grad_workspace_bytes for the row
 };
 
 // Rows timed while other processes used more than a tenth of the threads'
