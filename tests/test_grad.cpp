@@ -140,14 +140,15 @@ TEST_P(PerTarget, VeryLongRows) {
 }
 
 TEST_P(PerTarget, LongRowsOverlapTheNextGroupsFirstPass) {
-  // Rows of 8 KiB or more (dy and x) take the fused loop: pass 1 of the next
-  // group inside pass 2 of this one. Cover several groups, a short last group
-  // (43 rows in groups of 4, or of 2 for float32; calls of 32 and 11 rows), H
-  // off the vector width so segments and tails do not line up, and H whose
-  // rows just reach the limit.
+  // Rows of 8 KiB or more (dy and x; 4 KiB for 16-bit types) take the fused
+  // loop: pass 1 of the next group inside pass 2 of this one. Cover several
+  // groups, a short last group (43 rows in groups of 8, 4, or 2 for float32;
+  // calls of 32 and 11 rows), H off the vector width so segments and tails do
+  // not line up, and H whose rows just reach the limit.
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
-    for (std::int64_t h : {8192 / (2 * elem), 8192 / (2 * elem) + 5, 16384 / (2 * elem) + 37}) {
+    const std::int64_t limit = elem == 2 ? 4096 : 8192;
+    for (std::int64_t h : {limit / (2 * elem), limit / (2 * elem) + 5, 2 * limit / (2 * elem) + 37}) {
       check_grad({spec({43, h}, 1, d)});
     }
   }

@@ -365,7 +365,7 @@ HWY_INLINE void StorePart(DF df, hn::Vec<DF> v, T* p, size_t n, bool full) {
 
 // Rows go in groups whose dy and x stay in cache: pass 1 reads each row from
 // memory once for its sums (for long rows, inside the previous group's pass
-// 2; see kFuseRowPairBytes); pass 2 walks the group's columns together, so
+// 2; see kFuseBytes); pass 2 walks the group's columns together, so
 // the pd_gamma/pd_beta partials are read and written once per group rather
 // than once per row, in the same row order (bit-identical to summing row by
 // row). Group size, measured on 16384x512 .. 2048x4096 in float32 and
@@ -374,13 +374,19 @@ HWY_INLINE void StorePart(DF df, hn::Vec<DF> v, T* p, size_t n, bool full) {
 constexpr size_t kGroupRows = 8;
 constexpr size_t kGroupBytes = size_t{256} * 1024;
 
-// Rows whose dy and x take at least this many bytes run pass 1 of the next
-// group inside pass 2 of the current one (see GradRowsT); shorter rows do the
-// two passes one after the other, which measured faster for them (the fused
-// loop's bookkeeping is per row). Fused, 2 threads, against unfused: +5% to
-// +18% for 8192x2048 .. 16384x4096 and 512x12288 in all three 16-bit and
-// float32 dtypes except float16 512x12288 (-8%); +8% for float32 H = 1024.
+// Rows whose dy and x take at least this many bytes (half of it for 16-bit
+// storage: H >= 1024 either way) run pass 1 of the next group inside pass 2
+// of the current one (see GradRowsT); shorter rows do the two passes one
+// after the other, which measured faster for them (the fused loop's
+// bookkeeping is per row). Fused, 2 threads, against unfused: +5% to +18%
+// for 8192x2048 .. 16384x4096 and 512x12288 in all three 16-bit and float32
+// dtypes except float16 512x12288 (-8%); +8% for float32 H = 1024. 16-bit
+// rows of 4 KiB (the benchmark, alternating builds): bfloat16 8192x1024 +5%
+// to +10%, float16 +7% to +15%, though -6% to -12% hot in L2 (256x1024, one
+// thread); fusing float32 rows of 6 KiB (H = 768) lost 5-13%.
 constexpr size_t kFuseRowPairBytes = 8192;
+template <typename T>
+constexpr size_t kFuseBytes = sizeof(T) == 2 ? kFuseRowPairBytes / 2 : kFuseRowPairBytes;
 // How far ahead of its loads the fused pass 1 prefetches: the hardware
 // prefetcher alone leaves those loads waiting on DRAM once pass 2's work sits
 // between them (fused without it measured 10-30% slower than unfused).
@@ -404,7 +410,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   A* acc_gamma = static_cast<A*>(acc_gamma_v);
   A* acc_beta = static_cast<A*>(acc_beta_v);
   const A inv_h = A(1) / static_cast<A>(h);
-  const bool fused = 2 * h * sizeof(T) >= kFuseRowPairBytes;
+  const bool fused = 2 * h * sizeof(T) >= kFuseBytes<T>;
   // Fused float32 rows go in pairs: against 4, 2 threads, same process, pd_x
   // streamed: +2% to +6% for H = 1024 .. 8192. (bfloat16 and float16 lose
   // 4-10% with pairs; for shorter float32 rows the effect is mixed, -3% to +10%.)
