@@ -53,7 +53,7 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
   const std::int64_t acc = x_dtype == Dtype::float64 ? 8 : 4;
   // + the final sums, and for bfloat16 gamma in the kernels' pair order
   // (two copies per thread).
-  const std::int64_t pair_gamma = x_dtype == Dtype::bfloat16 ? threads * 2 * h * acc : 0;
+  const std::int64_t pair_gamma = x_dtype == Dtype::bfloat16 ? std::int64_t{threads} * 2 * h * acc : 0;
   return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 2 * h * acc + pair_gamma;
 }
 const char* version() { return LNGRAD_VERSION_STRING; }

@@ -421,6 +421,18 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   constexpr bool kPairs = kInPairs<T>;
   const size_t W = kPairs ? 2 * N : N;  // elements of a whole column step of pass 2
 
+  // gamma as pass 1 reads it: pairs from element 0, element order after the
+  // last whole pair. Pass 2 reads it so too unless it starts at a head.
+  const A* gamma1 = gamma;
+  const A* gamma2 = gamma;
+  A* pair_scratch = nullptr;
+  if constexpr (kPairs) {
+    if (h >= 2 * N) {
+      pair_scratch = PairScratch(2 * h);
+      gamma1 = gamma2 = PairOrdered(df, gamma, h, 0, pair_scratch);
+    }
+  }
+
   // Streaming stores need every row of the group aligned alike.
   const size_t step_bytes = W * sizeof(T);
   const bool stream = kPdX && args.stream_pd_x && (h * sizeof(T)) % step_bytes == 0;
@@ -429,21 +441,14 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   size_t head = 0;
   if (stream) {
     const size_t misalign = reinterpret_cast<uintptr_t>(args.pd_x) % step_bytes;
-    if (misalign % sizeof(T) == 0 && misalign != 0) head = HWY_MIN(h, (step_bytes - misalign) / sizeof(T));
-  }
-  const size_t steps = (h - head) / W;
-
-  // gamma as pass 1 reads it (pairs from element 0) and as pass 2 does
-  // (pairs from the head); element order elsewhere.
-  const A* gamma1 = gamma;
-  const A* gamma2 = gamma;
-  if constexpr (kPairs) {
-    if (h >= 2 * N) {
-      A* scratch = PairScratch(2 * h);
-      gamma1 = PairOrdered(df, gamma, h, 0, scratch);
-      gamma2 = head == 0 ? gamma1 : PairOrdered(df, gamma, h, head, scratch + h);
+    if (misalign % sizeof(T) == 0 && misalign != 0) {
+      head = HWY_MIN(h, (step_bytes - misalign) / sizeof(T));
+      if constexpr (kPairs) {  // pass 2's pairs start at the head
+        if (pair_scratch != nullptr) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
+      }
     }
   }
+  const size_t steps = (h - head) / W;
 
   // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)).
   struct Row {
