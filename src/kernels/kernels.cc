@@ -223,7 +223,7 @@ template <class DF>
 using PairOrder = decltype(hn::SetTableIndices(DF(), static_cast<const int32_t*>(nullptr)));
 
 // The calling thread's buffer for PairOrdered copies; grows, never shrinks
-// (part of grad_workspace_bytes).
+// (part of grad_workspace_bytes; layer_norm uses it too).
 inline float* PairScratch(size_t n) {
   static thread_local std::vector<float> buffer;
   if (buffer.size() < n) buffer.resize(n);
@@ -812,6 +812,26 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   const A* gamma = static_cast<const A*>(args.gamma);
   const A* beta = static_cast<const A*>(args.beta);
   const A inv_h = A(1) / static_cast<A>(h);
+  // bfloat16 rows in (even, odd) pairs as in GradRowsT, gamma and beta in
+  // that order for the whole pairs.
+  constexpr bool kEvenOdd = kInPairs<T>;
+  const A* gamma_p = gamma;
+  const A* beta_p = beta;
+  if constexpr (kEvenOdd) {
+    if (h >= 2 * N) {
+      A* scratch = PairScratch(2 * h);
+      gamma_p = PairOrdered(df, gamma, h, 0, scratch);
+      beta_p = PairOrdered(df, beta, h, 0, scratch + h);
+    }
+  }
+  auto load2 = [&](const T* p, hn::Vec<DF>& a, hn::Vec<DF>& b) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kEvenOdd) {
+      LoadPairAs(df, p, a, b);
+    } else {
+      a = LoadAs(df, p);
+      b = LoadAs(df, p + N);
+    }
+  };
   for (int64_t r = row_begin; r < row_end; ++r) {
     const T* x = static_cast<const T*>(args.x) + static_cast<size_t>(r) * h;
     T* y = static_cast<T*>(args.y) + static_cast<size_t>(r) * h;
@@ -819,8 +839,10 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
     auto sa = hn::Zero(df), sb = hn::Zero(df);
     size_t j = 0;
     for (; j + 2 * N <= h; j += 2 * N) {
-      sa = hn::Add(sa, LoadAs(df, x + j));
-      sb = hn::Add(sb, LoadAs(df, x + j + N));
+      hn::Vec<DF> a, b;
+      load2(x + j, a, b);
+      sa = hn::Add(sa, a);
+      sb = hn::Add(sb, b);
     }
     for (; j + N <= h; j += N) sa = hn::Add(sa, LoadAs(df, x + j));
     if (j < h) sb = hn::Add(sb, LoadTail(df, x + j, h - j));
@@ -829,6 +851,15 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
     sa = hn::Zero(df);
     sb = hn::Zero(df);
     j = 0;
+    if constexpr (kEvenOdd) {
+      for (; j + 2 * N <= h; j += 2 * N) {
+        hn::Vec<DF> a, b;
+        load2(x + j, a, b);
+        const auto xm_a = hn::Sub(a, vmean), xm_b = hn::Sub(b, vmean);
+        sa = hn::MulAdd(xm_a, xm_a, sa);
+        sb = hn::MulAdd(xm_b, xm_b, sb);
+      }
+    }
     for (; j + N <= h; j += N) {
       const auto xm = hn::Sub(LoadAs(df, x + j), vmean);
       sa = hn::MulAdd(xm, xm, sa);
@@ -840,15 +871,25 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
     const A variance = hn::GetLane(hn::SumOfLanes(df, hn::Add(sa, sb))) * inv_h;
     const A rstd = A(1) / std::sqrt(variance + static_cast<A>(args.epsilon));
     const auto vrstd = hn::Set(df, rstd);
+    // y = (x - mean)*rstd*gamma + beta
+    auto y_of = [&](hn::Vec<DF> xv, hn::Vec<DF> g, hn::Vec<DF> b) HWY_ATTR __attribute__((always_inline)) {
+      return hn::MulAdd(hn::Mul(hn::Sub(xv, vmean), vrstd), g, b);
+    };
     j = 0;
+    if constexpr (kEvenOdd) {
+      for (; j + 2 * N <= h; j += 2 * N) {
+        hn::Vec<DF> a, b;
+        load2(x + j, a, b);
+        StorePairAs(df, y_of(a, hn::LoadU(df, gamma_p + j), hn::LoadU(df, beta_p + j)),
+                    y_of(b, hn::LoadU(df, gamma_p + j + N), hn::LoadU(df, beta_p + j + N)), y + j, false);
+      }
+    }
     for (; j + N <= h; j += N) {
-      const auto xhat = hn::Mul(hn::Sub(LoadAs(df, x + j), vmean), vrstd);
-      StoreAs(df, hn::MulAdd(xhat, hn::LoadU(df, gamma + j), hn::LoadU(df, beta + j)), y + j);
+      StoreAs(df, y_of(LoadAs(df, x + j), hn::LoadU(df, gamma + j), hn::LoadU(df, beta + j)), y + j);
     }
     if (j < h) {
       const size_t n = h - j;
-      const auto xhat = hn::Mul(hn::Sub(LoadTail(df, x + j, n), vmean), vrstd);
-      StoreTail(df, hn::MulAdd(xhat, LoadTail(df, gamma + j, n), LoadTail(df, beta + j, n)), y + j, n);
+      StoreTail(df, y_of(LoadTail(df, x + j, n), LoadTail(df, gamma + j, n), LoadTail(df, beta + j, n)), y + j, n);
     }
     store_scalar(args.mean, args.stat_dtype, r, mean);
     store_scalar(args.variance, args.stat_dtype, r, variance);
