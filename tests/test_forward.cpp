@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -17,7 +19,16 @@ class ForwardPerTarget : public ::testing::TestWithParam<std::string> {
   void TearDown() override { set_max_target(""); }
 };
 
-void check_forward(Dtype dtype, Dtype stat_dtype, std::int64_t rows, std::int64_t h, bool affine, double x_mean) {
+// How y is stored: Stores, and y placed y_line_offset bytes past a 64-byte
+// line (in a guarded buffer) unless negative. y_bits, when given, receives
+// y's bytes.
+struct YPlacement {
+  Stores stores = Stores::automatic;
+  int y_line_offset = -1;
+};
+
+void check_forward(Dtype dtype, Dtype stat_dtype, std::int64_t rows, std::int64_t h, bool affine, double x_mean,
+                   const YPlacement& placement = {}, std::vector<unsigned char>* y_bits = nullptr) {
   SCOPED_TRACE(std::string(dtype_name(dtype)) + " stats " + dtype_name(stat_dtype) + " h " + std::to_string(h));
   std::mt19937_64 rng(7);
   std::normal_distribution<double> normal;
@@ -30,12 +41,35 @@ void check_forward(Dtype dtype, Dtype stat_dtype, std::int64_t rows, std::int64_
   const double eps = 1e-5;
   ForwardOptions opt;
   opt.epsilon = eps;
+  opt.y_stores = placement.stores;
   std::optional<ConstTensorView> g, b;
   if (affine) {
     g = gamma.cview({h});
     b = beta.cview({h});
   }
-  layer_norm(x.cview({rows, h}), g, b, y.view({rows, h}), mean.view({rows}), var.view({rows}), rstd.view({rows}), opt);
+  const std::size_t y_bytes = static_cast<std::size_t>(rows * h) * dtype_size(dtype);
+  constexpr unsigned char kSlack = 0xA5;
+  std::vector<unsigned char> placed;
+  void* y_out = y.data();
+  if (placement.y_line_offset >= 0) {
+    placed.assign(y_bytes + 256, kSlack);
+    const std::uintptr_t line = (reinterpret_cast<std::uintptr_t>(placed.data()) + 127) & ~std::uintptr_t{63};
+    y_out = reinterpret_cast<void*>(line + static_cast<std::uintptr_t>(placement.y_line_offset));
+  }
+  layer_norm(x.cview({rows, h}), g, b, TensorView{y_out, dtype, {rows, h}}, mean.view({rows}), var.view({rows}),
+             rstd.view({rows}), opt);
+  if (placement.y_line_offset >= 0) {
+    const auto* first = static_cast<const unsigned char*>(y_out);
+    for (std::size_t i = 0; i < placed.size(); ++i) {
+      const bool inside = &placed[i] >= first && &placed[i] < first + y_bytes;
+      if (!inside) ASSERT_EQ(placed[i], kSlack) << "byte " << i << " beside y was written";
+    }
+    std::memcpy(y.data(), y_out, y_bytes);
+  }
+  if (y_bits != nullptr) {
+    const auto* first = static_cast<const unsigned char*>(y.data());
+    y_bits->assign(first, first + y_bytes);
+  }
   const auto ref = reference::layer_norm(rows, h, x.values(), affine ? gamma.values() : std::vector<double>{},
                                          affine ? beta.values() : std::vector<double>{}, eps);
   const double u = arithmetic_u(dtype);
@@ -74,6 +108,27 @@ TEST_P(ForwardPerTarget, MatchesReference) {
   }
   check_forward(Dtype::float32, Dtype::float32, 8, 512, true, 1e3);
   check_forward(Dtype::float16, Dtype::float16, 8, 64, true, 0.0);
+}
+
+TEST_P(ForwardPerTarget, StreamedYGivesTheCachedBits) {
+  // Non-temporal y stores on rows of whole stores, with y on a cache line or
+  // 16 or 48 bytes past one (each row then starts with a head of cached
+  // stores), and on rows that are not (cached stores throughout): the same
+  // bits as cached stores, within the reference bounds, nothing written
+  // beside y.
+  for (Dtype d : {Dtype::float64, Dtype::float32, Dtype::float16, Dtype::bfloat16}) {
+    const Dtype stat = d == Dtype::float64 ? d : Dtype::float32;
+    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
+    for (std::int64_t h : std::initializer_list<std::int64_t>{64, 96, 200, 4096 / elem}) {
+      for (int offset : {0, 16, 48}) {
+        SCOPED_TRACE("y " + std::to_string(offset) + " bytes past a line");
+        std::vector<unsigned char> streamed_bits, cached_bits;
+        check_forward(d, stat, 13, h, true, 0.0, {Stores::streaming, offset}, &streamed_bits);
+        check_forward(d, stat, 13, h, true, 0.0, {Stores::cached, offset}, &cached_bits);
+        EXPECT_EQ(streamed_bits, cached_bits);
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, ForwardPerTarget, ::testing::ValuesIn(available_targets()),

@@ -79,13 +79,14 @@ struct TensorView {
 // it (epsilon is then unused).
 enum class Statistic : std::uint8_t { variance, rstd };
 
-// How pd_x is written. automatic: past the caches (non-temporal stores) when
-// dy, x and pd_x together exceed the last-level cache, so pd_x neither evicts
-// the inputs nor has its destination lines read first (for a pd_x that does
-// not start on a 64-byte line, only when rows are 4 KiB or longer); cached:
-// always through the caches, for a pd_x read again right away; streaming:
-// past the caches wherever rows are whole SIMD vectors. Results are the same
-// bits whichever way they are stored.
+// How pd_x (or layer_norm's y) is written. automatic: past the caches
+// (non-temporal stores) when the operator's row tensors (dy, x and pd_x; x
+// and y) together exceed the last-level cache, so the output neither evicts
+// the inputs nor has its destination lines read first (for an output that
+// does not start on a 64-byte line, only when rows are 4 KiB or longer);
+// cached: always through the caches, for an output read again right away;
+// streaming: past the caches wherever rows are whole SIMD stores. Results are
+// the same bits whichever way they are stored.
 enum class Stores { automatic, cached, streaming };
 
 struct GradOptions {
@@ -150,6 +151,7 @@ struct ForwardOptions {
   std::optional<double> epsilon;  // default as layer_norm_grad
   int normalized_ndim = 0;        // 0: from gamma, else beta, else mean's shape
   int num_threads = 0;
+  Stores y_stores = Stores::automatic;
 };
 
 // LayerNorm forward, producing the backward's inputs:

@@ -172,8 +172,9 @@ struct ColumnSums {
   TensorView pd_gamma, pd_beta;  // empty view: not wanted
 };
 
-// Whether pd_x goes past the caches (see Stores). Automatic: when dy, x and
-// pd_x cannot all stay in the last-level cache. Streaming then saves reading
+// Whether an output (pd_x, y) goes past the caches (see Stores). Automatic:
+// when the operator's `tensors` row tensors (dy, x and pd_x; x and y) cannot
+// all stay in the last-level cache. Streaming then saves reading
 // each destination line and leaves the cache to the inputs; measured, 2
 // threads, against cached stores: float32 +22% to +46% (4096x768 ..
 // 16384x4096, 65536x128), bfloat16 +6% to +29%. A pd_x off a cache line
@@ -181,11 +182,11 @@ struct ColumnSums {
 // 16-bit rows far slower streamed (bfloat16 65536x128: 2.5x, 4096x768:
 // -18%, 8192x1024: -7%) while 8 KiB rows still gained (+22%): such a pd_x
 // streams only for rows of 4 KiB or more.
-bool stream_pd_x(Stores stores, const void* pd_x, std::int64_t rows, std::int64_t row_bytes) {
-  if (pd_x == nullptr || stores == Stores::cached) return false;
+bool stream_output(Stores stores, const void* out, std::int64_t rows, std::int64_t row_bytes, int tensors) {
+  if (out == nullptr || stores == Stores::cached) return false;
   if (stores == Stores::streaming) return true;
-  const bool on_a_line = reinterpret_cast<std::uintptr_t>(pd_x) % 64 == 0;
-  return rows * row_bytes > runtime::last_level_cache_bytes() / 3 && (on_a_line || row_bytes >= 4096);
+  const bool on_a_line = reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
+  return rows * row_bytes * tensors > runtime::last_level_cache_bytes() && (on_a_line || row_bytes >= 4096);
 }
 
 // Runs grad rows, with column sums when asked for.
@@ -194,7 +195,8 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
               int threads, Stores stores, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   args.gamma = widen_param<A>(gamma, h, A(1), 0);
-  args.stream_pd_x = stream_pd_x(stores, args.pd_x, rows, h * static_cast<std::int64_t>(dtype_size(args.dtype)));
+  args.stream_pd_x =
+      stream_output(stores, args.pd_x, rows, h * static_cast<std::int64_t>(dtype_size(args.dtype)), 3);
   const kernels::KernelTable& k = kernels::active();
   threads = runtime::effective_threads(threads, rows, h);
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
@@ -490,6 +492,7 @@ void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma, std::op
   args.mean = mean.data;
   args.variance = variance.data;
   args.rstd = rstd.data;
+  args.stream_y = stream_output(options.y_stores, y.data, rows, h * static_cast<std::int64_t>(dtype_size(x.dtype)), 2);
   if (x.dtype == Dtype::float64) {
     args.gamma = widen_param<double>(gamma, h, 1.0, 0);
     args.beta = widen_param<double>(beta, h, 0.0, 2);

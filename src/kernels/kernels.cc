@@ -812,16 +812,25 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   const A* gamma = static_cast<const A*>(args.gamma);
   const A* beta = static_cast<const A*>(args.beta);
   const A inv_h = A(1) / static_cast<A>(h);
-  // bfloat16 rows in (even, odd) pairs as in GradRowsT, gamma and beta in
-  // that order for the whole pairs.
+  // bfloat16 rows in (even, odd) pairs as in GradRowsT.
   constexpr bool kEvenOdd = kInPairs<T>;
+  // Streamed y: every row aligned alike, from a head of cached stores on
+  // (as GradRowsT's pd_x).
+  const size_t store_bytes = (kEvenOdd ? 2 * N : N) * sizeof(T);  // one store of y
+  const bool stream = args.stream_y && (h * sizeof(T)) % store_bytes == 0;
+  size_t head = 0;
+  if (stream) {
+    const size_t misalign = reinterpret_cast<uintptr_t>(args.y) % store_bytes;
+    if (misalign % sizeof(T) == 0 && misalign != 0) head = HWY_MIN(h, (store_bytes - misalign) / sizeof(T));
+  }
+  // gamma and beta in pair order for y's whole pairs (from the head).
   const A* gamma_p = gamma;
   const A* beta_p = beta;
   if constexpr (kEvenOdd) {
     if (h >= 2 * N) {
       A* scratch = PairScratch(2 * h);
-      gamma_p = PairOrdered(df, gamma, h, 0, scratch);
-      beta_p = PairOrdered(df, beta, h, 0, scratch + h);
+      gamma_p = PairOrdered(df, gamma, h, head, scratch);
+      beta_p = PairOrdered(df, beta, h, head, scratch + h);
     }
   }
   auto load2 = [&](const T* p, hn::Vec<DF>& a, hn::Vec<DF>& b) HWY_ATTR __attribute__((always_inline)) {
@@ -876,25 +885,37 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
       return hn::MulAdd(hn::Mul(hn::Sub(xv, vmean), vrstd), g, b);
     };
     j = 0;
+    // Elements [j, end) in element order with cached stores: the head, and
+    // what follows the whole stores.
+    auto cached_up_to = [&](size_t end) HWY_ATTR __attribute__((always_inline)) {
+      for (; j + N <= end; j += N) {
+        StoreAs(df, y_of(LoadAs(df, x + j), hn::LoadU(df, gamma + j), hn::LoadU(df, beta + j)), y + j);
+      }
+      if (j < end) {
+        const size_t n = end - j;
+        StoreTail(df, y_of(LoadTail(df, x + j, n), LoadTail(df, gamma + j, n), LoadTail(df, beta + j, n)), y + j, n);
+        j = end;
+      }
+    };
+    cached_up_to(head);
     if constexpr (kEvenOdd) {
       for (; j + 2 * N <= h; j += 2 * N) {
         hn::Vec<DF> a, b;
         load2(x + j, a, b);
         StorePairAs(df, y_of(a, hn::LoadU(df, gamma_p + j), hn::LoadU(df, beta_p + j)),
-                    y_of(b, hn::LoadU(df, gamma_p + j + N), hn::LoadU(df, beta_p + j + N)), y + j, false);
+                    y_of(b, hn::LoadU(df, gamma_p + j + N), hn::LoadU(df, beta_p + j + N)), y + j, stream);
+      }
+    } else if (stream) {
+      for (; j + N <= h; j += N) {
+        StreamAs(df, y_of(LoadAs(df, x + j), hn::LoadU(df, gamma + j), hn::LoadU(df, beta + j)), y + j);
       }
     }
-    for (; j + N <= h; j += N) {
-      StoreAs(df, y_of(LoadAs(df, x + j), hn::LoadU(df, gamma + j), hn::LoadU(df, beta + j)), y + j);
-    }
-    if (j < h) {
-      const size_t n = h - j;
-      StoreTail(df, y_of(LoadTail(df, x + j, n), LoadTail(df, gamma + j, n), LoadTail(df, beta + j, n)), y + j, n);
-    }
+    cached_up_to(h);
     store_scalar(args.mean, args.stat_dtype, r, mean);
     store_scalar(args.variance, args.stat_dtype, r, variance);
     if (args.rstd != nullptr) store_scalar(args.rstd, args.stat_dtype, r, rstd);
   }
+  if (stream) hwy::FlushStream();  // order the streamed stores before returning
 }
 
 void ForwardRows(const ForwardArgs& args, int64_t b, int64_t e) {

@@ -52,6 +52,7 @@ struct ForwardArgs {
   void* mean = nullptr;
   void* variance = nullptr;
   void* rstd = nullptr;  // may be null
+  bool stream_y = false;  // non-temporal stores: y will not be read from cache soon
 };
 
 struct KernelTable {
