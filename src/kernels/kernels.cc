@@ -756,6 +756,7 @@ void BetaRowsT(const BetaArgs& args, int64_t row_begin, int64_t row_end, void* a
   A* acc_beta = static_cast<A*>(acc_beta_v);
   const TD* dy = static_cast<const TD*>(args.dy);
   const TR* res = static_cast<const TR*>(args.res_for_gamma);
+  constexpr bool kEvenOdd = kInPairs<TD> && std::is_same_v<TD, TR>;
   // Column-wise over groups of rows, as GradRowsT: one read and write of the
   // partial sums per group, rows added in order.
   const size_t group = group_rows(h * (sizeof(TD) + sizeof(TR)));
@@ -778,10 +779,50 @@ void BetaRowsT(const BetaArgs& args, int64_t row_begin, int64_t row_end, void* a
       StorePart(df, sum_g, acc_gamma + j0, n, full);
       StorePart(df, sum_b, acc_beta + j0, n, full);
     };
+    // bfloat16 dy and res_for_gamma: whole pairs of vectors as (even, odd),
+    // as in GradRowsT, the sums in that order until the end of the call.
+    auto pair_columns = [&](size_t j0) HWY_ATTR {
+      if constexpr (kEvenOdd) {
+        auto sum_ge = hn::Zero(df), sum_go = hn::Zero(df), sum_be = hn::Zero(df), sum_bo = hn::Zero(df);
+        if (!first_group) {
+          sum_ge = hn::LoadU(df, acc_gamma + j0);
+          sum_go = hn::LoadU(df, acc_gamma + j0 + N);
+          sum_be = hn::LoadU(df, acc_beta + j0);
+          sum_bo = hn::LoadU(df, acc_beta + j0 + N);
+        }
+        for (size_t k = 0; k < rows; ++k) {
+          const size_t at = offset + k * h + j0;
+          hn::Vec<DF> d_e, d_o, r_e, r_o;
+          LoadPairAs(df, dy + at, d_e, d_o);
+          LoadPairAs(df, res + at, r_e, r_o);
+          sum_ge = hn::MulAdd(d_e, r_e, sum_ge);
+          sum_be = hn::Add(sum_be, d_e);
+          sum_go = hn::MulAdd(d_o, r_o, sum_go);
+          sum_bo = hn::Add(sum_bo, d_o);
+        }
+        hn::StoreU(sum_ge, df, acc_gamma + j0);
+        hn::StoreU(sum_go, df, acc_gamma + j0 + N);
+        hn::StoreU(sum_be, df, acc_beta + j0);
+        hn::StoreU(sum_bo, df, acc_beta + j0 + N);
+      }
+    };
     size_t j = 0;
+    if constexpr (kEvenOdd) {
+      for (; j + 2 * N <= h; j += 2 * N) pair_columns(j);
+    }
     for (; j + N <= h; j += N) columns(j, N, true);
     if (j < h) columns(j, h - j, false);
     first_group = false;
+  }
+  if constexpr (kEvenOdd) {  // the column sums back in element order
+    if (!first_group) {
+      const auto order = PairOrderIndices(df);
+      for (A* acc : {acc_gamma, acc_beta}) {
+        for (size_t j = 0; j + 2 * N <= h; j += 2 * N) {
+          StorePairNatural(df, hn::LoadU(df, acc + j), hn::LoadU(df, acc + j + N), order, acc + j);
+        }
+      }
+    }
   }
 }
 
