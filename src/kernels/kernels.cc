@@ -312,6 +312,16 @@ HWY_INLINE void StorePairNatural(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, PairO
   hn::StoreU(hn::InterleaveUpper(df, e, o), df, p + hn::Lanes(df));
 }
 
+// `pairs` whole pairs of floats from p on, in (even, odd) order, back in
+// element order.
+template <class DF>
+void PairsToElementOrder(DF df, PairOrder<DF> order, float* p, size_t pairs) {
+  const size_t N = hn::Lanes(df);
+  for (size_t t = 0; t < pairs; ++t, p += 2 * N) {
+    StorePairNatural(df, hn::LoadU(df, p), hn::LoadU(df, p + N), order, p);
+  }
+}
+
 // A copy of the h floats at src with the pairs from element `base` on in
 // (even, odd) order, the rest as they are; returns dst.
 template <class DF>
@@ -715,12 +725,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
   }
   if constexpr (kPairs && kAcc) {  // the column sums back in element order
     if (!first_group) {
-      for (A* acc : {acc_gamma, acc_beta}) {
-        for (size_t t = 0; t < steps; ++t) {
-          A* p = acc + head + t * W;
-          StorePairNatural(df, hn::LoadU(df, p), hn::LoadU(df, p + N), pair_order, p);
-        }
-      }
+      for (A* acc : {acc_gamma, acc_beta}) PairsToElementOrder(df, pair_order, acc + head, steps);
     }
   }
   if (stream) hwy::FlushStream();  // order the streamed stores before returning
@@ -816,12 +821,7 @@ void BetaRowsT(const BetaArgs& args, int64_t row_begin, int64_t row_end, void* a
   }
   if constexpr (kEvenOdd) {  // the column sums back in element order
     if (!first_group) {
-      const auto order = PairOrderIndices(df);
-      for (A* acc : {acc_gamma, acc_beta}) {
-        for (size_t j = 0; j + 2 * N <= h; j += 2 * N) {
-          StorePairNatural(df, hn::LoadU(df, acc + j), hn::LoadU(df, acc + j + N), order, acc + j);
-        }
-      }
+      for (A* acc : {acc_gamma, acc_beta}) PairsToElementOrder(df, PairOrderIndices(df), acc, h / (2 * N));
     }
   }
 }
