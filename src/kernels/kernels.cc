@@ -207,9 +207,10 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, Native
 // widening shuffles (two per N elements otherwise). Rows of bfloat16 are
 // processed in such pairs of vectors, gamma and the column sums kept in the
 // same even/odd order. Hot in L1 (AVX3, one thread) both passes ran ~40%
-// faster per element than with widening loads; in lngrad, 2 threads: +10% to
-// +25% for 4096x768 and 8192x1024, +2% to +10% for 2048x4096, 512x12288 and
-// 65536x128, level for the DRAM-bound 16384x4096.
+// faster per element than with widening loads; layer_norm_grad, 2 threads:
+// +10% to +25% for 4096x768 and 8192x1024, +2% to +10% for 2048x4096,
+// 512x12288 and 65536x128, level for the DRAM-bound 16384x4096. layer_norm
+// and layer_norm_grad_beta read bfloat16 rows the same way.
 template <typename T>
 struct IsBf16 : std::is_same<T, bf16> {};
 #if LNGRAD_NATIVE_BF16
