@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -20,8 +18,8 @@ class ForwardPerTarget : public ::testing::TestWithParam<std::string> {
 };
 
 // How y is stored: Stores, and y placed y_line_offset bytes past a 64-byte
-// line (in a guarded buffer) unless negative. y_bits, when given, receives
-// y's bytes.
+// line (see PlacedOutput) unless negative. y_bits, when given, receives y's
+// bytes.
 struct YPlacement {
   Stores stores = Stores::automatic;
   int y_line_offset = -1;
@@ -37,7 +35,8 @@ void check_forward(Dtype dtype, Dtype stat_dtype, std::int64_t rows, std::int64_
   for (auto& v : gv) v = 1 + 0.5 * normal(rng);
   for (auto& v : bv) v = normal(rng);
   const Buffer x(dtype, xv), gamma(dtype, gv), beta(dtype, bv);
-  Buffer y(dtype, rows * h), mean(stat_dtype, rows), var(stat_dtype, rows), rstd(stat_dtype, rows);
+  PlacedOutput y(dtype, rows * h, placement.y_line_offset);
+  Buffer mean(stat_dtype, rows), var(stat_dtype, rows), rstd(stat_dtype, rows);
   const double eps = 1e-5;
   ForwardOptions opt;
   opt.epsilon = eps;
@@ -47,29 +46,9 @@ void check_forward(Dtype dtype, Dtype stat_dtype, std::int64_t rows, std::int64_
     g = gamma.cview({h});
     b = beta.cview({h});
   }
-  const std::size_t y_bytes = static_cast<std::size_t>(rows * h) * dtype_size(dtype);
-  constexpr unsigned char kSlack = 0xA5;
-  std::vector<unsigned char> placed;
-  void* y_out = y.data();
-  if (placement.y_line_offset >= 0) {
-    placed.assign(y_bytes + 256, kSlack);
-    const std::uintptr_t line = (reinterpret_cast<std::uintptr_t>(placed.data()) + 127) & ~std::uintptr_t{63};
-    y_out = reinterpret_cast<void*>(line + static_cast<std::uintptr_t>(placement.y_line_offset));
-  }
-  layer_norm(x.cview({rows, h}), g, b, TensorView{y_out, dtype, {rows, h}}, mean.view({rows}), var.view({rows}),
-             rstd.view({rows}), opt);
-  if (placement.y_line_offset >= 0) {
-    const auto* first = static_cast<const unsigned char*>(y_out);
-    for (std::size_t i = 0; i < placed.size(); ++i) {
-      const bool inside = &placed[i] >= first && &placed[i] < first + y_bytes;
-      if (!inside) ASSERT_EQ(placed[i], kSlack) << "byte " << i << " beside y was written";
-    }
-    std::memcpy(y.data(), y_out, y_bytes);
-  }
-  if (y_bits != nullptr) {
-    const auto* first = static_cast<const unsigned char*>(y.data());
-    y_bits->assign(first, first + y_bytes);
-  }
+  layer_norm(x.cview({rows, h}), g, b, y.view({rows, h}), mean.view({rows}), var.view({rows}), rstd.view({rows}), opt);
+  ASSERT_EQ(y.written_slack_byte(), -1) << "a byte of the slack around y was written";
+  if (y_bits != nullptr) *y_bits = y.output_bytes();
   const auto ref = reference::layer_norm(rows, h, x.values(), affine ? gamma.values() : std::vector<double>{},
                                          affine ? beta.values() : std::vector<double>{}, eps);
   const double u = arithmetic_u(dtype);

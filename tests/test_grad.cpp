@@ -42,18 +42,9 @@ void check_grad(const Case& c, std::vector<unsigned char>* pd_x_out = nullptr) {
   }
   const auto ref = reference::layer_norm_grad(p.ref);
   const Dtype out_param = p.param_dtype;
-  // pd_x sits `at` elements into its buffer, at the asked offset from a
-  // cache line; the slack around it must stay untouched.
   const std::int64_t n = p.rows * p.h;
-  const std::int64_t esize = static_cast<std::int64_t>(dtype_size(p.dtype));
-  const std::int64_t slack = c.pd_x_line_offset < 0 ? 0 : 64 / esize;
-  Buffer pd_x(p.dtype, n + slack), pd_gamma(out_param, p.h), pd_beta(out_param, p.h);
-  std::int64_t at = 0;
-  if (c.pd_x_line_offset >= 0) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(pd_x.data());
-    at = static_cast<std::int64_t>((64 + static_cast<std::uintptr_t>(c.pd_x_line_offset) - addr % 64) % 64) / esize;
-  }
-  unsigned char* const pd_x_bytes = static_cast<unsigned char*>(pd_x.data());
+  PlacedOutput pd_x(p.dtype, n, c.pd_x_line_offset);
+  Buffer pd_gamma(out_param, p.h), pd_beta(out_param, p.h);
   GradOptions opt;
   opt.epsilon = p.epsilon;
   opt.statistic = c.statistic;
@@ -61,15 +52,15 @@ void check_grad(const Case& c, std::vector<unsigned char>* pd_x_out = nullptr) {
   std::optional<ConstTensorView> gamma;
   if (p.has_gamma) gamma = p.gamma.cview(p.param_shape);
   layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
-                  p.mean.cview(p.stat_shape), gamma, TensorView{pd_x_bytes + at * esize, p.dtype, p.x_shape},
+                  p.mean.cview(p.stat_shape), gamma, pd_x.view(p.x_shape),
                   pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape), opt);
 
   const auto bound = pd_x_bounds(p.ref, ref, p.dtype);
   int failures = 0;
   for (std::int64_t i = 0; i < n && failures < 5; ++i) {
-    const double err = std::fabs(pd_x.get(at + i) - ref.pd_x[i]);
+    const double err = std::fabs(pd_x.get(i) - ref.pd_x[i]);
     if (!(err <= bound[i])) {
-      ADD_FAILURE() << "pd_x[" << i << "] = " << pd_x.get(at + i) << ", reference " << ref.pd_x[i] << ", error " << err
+      ADD_FAILURE() << "pd_x[" << i << "] = " << pd_x.get(i) << ", reference " << ref.pd_x[i] << ", error " << err
                     << " > bound " << bound[i];
       ++failures;
     }
@@ -91,11 +82,8 @@ void check_grad(const Case& c, std::vector<unsigned char>* pd_x_out = nullptr) {
   EXPECT_TRUE(pd_x.guards_intact());
   EXPECT_TRUE(pd_gamma.guards_intact());
   EXPECT_TRUE(pd_beta.guards_intact());
-  for (std::int64_t b = 0; b < (n + slack) * esize; ++b) {
-    if (b == at * esize) b = (at + n) * esize;
-    if (b < (n + slack) * esize) ASSERT_EQ(pd_x_bytes[b], Buffer::kGuard) << "pd_x slack byte " << b;
-  }
-  if (pd_x_out != nullptr) pd_x_out->assign(pd_x_bytes + at * esize, pd_x_bytes + (at + n) * esize);
+  ASSERT_EQ(pd_x.written_slack_byte(), -1) << "a byte of the slack around pd_x was written";
+  if (pd_x_out != nullptr) *pd_x_out = pd_x.output_bytes();
 }
 
 const Dtype kDtypes[] = {Dtype::float64, Dtype::float32, Dtype::float16, Dtype::bfloat16};

@@ -86,6 +86,48 @@ class Buffer {
   std::vector<unsigned char> bytes_;
 };
 
+// An output of n elements of `dtype` that starts line_offset bytes past a
+// 64-byte line (line_offset < 0: where a Buffer starts), inside a guarded
+// Buffer with up to 64 bytes of slack around it that must stay untouched.
+class PlacedOutput {
+ public:
+  PlacedOutput(Dtype dtype, std::int64_t n, int line_offset)
+      : n_(n),
+        esize_(static_cast<std::int64_t>(dtype_size(dtype))),
+        buffer_(dtype, n + (line_offset < 0 ? 0 : 64 / esize_)) {
+    if (line_offset >= 0) {
+      const auto addr = reinterpret_cast<std::uintptr_t>(buffer_.data());
+      at_ = static_cast<std::int64_t>((64 + static_cast<std::uintptr_t>(line_offset) - addr % 64) % 64) / esize_;
+    }
+  }
+
+  void* data() { return static_cast<unsigned char*>(buffer_.data()) + at_ * esize_; }
+  TensorView view(Shape shape) { return {data(), buffer_.dtype(), shape}; }
+  double get(std::int64_t i) const { return buffer_.get(at_ + i); }
+  bool guards_intact() const { return buffer_.guards_intact(); }
+
+  // The first byte of the slack around the output that was written, or -1.
+  std::int64_t written_slack_byte() const {
+    const auto* b = static_cast<const unsigned char*>(buffer_.data());
+    const std::int64_t total = buffer_.size() * esize_;
+    for (std::int64_t i = 0; i < total; ++i) {
+      if (i == at_ * esize_) i = (at_ + n_) * esize_;
+      if (i < total && b[i] != Buffer::kGuard) return i;
+    }
+    return -1;
+  }
+
+  std::vector<unsigned char> output_bytes() const {
+    const auto* first = static_cast<const unsigned char*>(buffer_.data()) + at_ * esize_;
+    return {first, first + n_ * esize_};
+  }
+
+ private:
+  std::int64_t n_, esize_;
+  Buffer buffer_;
+  std::int64_t at_ = 0;  // elements into buffer_
+};
+
 // Unit roundoff of the arithmetic used for x of this dtype.
 inline double arithmetic_u(Dtype x) { return x == Dtype::float64 ? 0x1p-53 : 0x1p-24; }
 
