@@ -339,6 +339,18 @@ const float* PairOrdered(DF df, const float* src, size_t h, size_t base, float* 
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
+// Whether rows of h elements of elem_bytes at out take non-temporal stores of
+// store_bytes each (wanted, and every row aligned alike: rows whole stores
+// apart), and in *head the elements each row first stores through the cache
+// to reach a store boundary.
+inline bool StreamRows(bool wanted, const void* out, size_t h, size_t elem_bytes, size_t store_bytes, size_t* head) {
+  *head = 0;
+  if (!wanted || (h * elem_bytes) % store_bytes != 0) return false;
+  const size_t misalign = reinterpret_cast<uintptr_t>(out) % store_bytes;
+  if (misalign % elem_bytes == 0 && misalign != 0) *head = HWY_MIN(h, (store_bytes - misalign) / elem_bytes);
+  return true;
+}
+
 // Tails (fewer than Lanes elements) go through a zeroed lane-sized buffer so
 // that one vector code path serves every length.
 constexpr size_t kMaxLaneBytes = HWY_MAX_BYTES;
@@ -444,20 +456,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, void* a
     }
   }
 
-  // Streaming stores need every row of the group aligned alike.
-  const size_t step_bytes = W * sizeof(T);
-  const bool stream = kPdX && args.stream_pd_x && (h * sizeof(T)) % step_bytes == 0;
-  // Streaming needs pd_x + j aligned to a step: peel a head to get there,
-  // the same for every row since rows are whole steps apart.
+  // Streamed pd_x: whole steps from a head of cached stores on.
   size_t head = 0;
-  if (stream) {
-    const size_t misalign = reinterpret_cast<uintptr_t>(args.pd_x) % step_bytes;
-    if (misalign % sizeof(T) == 0 && misalign != 0) {
-      head = HWY_MIN(h, (step_bytes - misalign) / sizeof(T));
-      if constexpr (kPairs) {  // pass 2's pairs start at the head
-        if (pair_scratch != nullptr) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
-      }
-    }
+  const bool stream = StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
+  if constexpr (kPairs) {  // pass 2's pairs then start at the head
+    if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
   }
   const size_t steps = (h - head) / W;
 
@@ -856,15 +859,10 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   const A inv_h = A(1) / static_cast<A>(h);
   // bfloat16 rows in (even, odd) pairs as in GradRowsT.
   constexpr bool kEvenOdd = kInPairs<T>;
-  // Streamed y: every row aligned alike, from a head of cached stores on
-  // (as GradRowsT's pd_x).
-  const size_t store_bytes = (kEvenOdd ? 2 * N : N) * sizeof(T);  // one store of y
-  const bool stream = args.stream_y && (h * sizeof(T)) % store_bytes == 0;
+  // Streamed y: whole stores (a pair for bfloat16) from a head of cached
+  // stores on, as GradRowsT's pd_x.
   size_t head = 0;
-  if (stream) {
-    const size_t misalign = reinterpret_cast<uintptr_t>(args.y) % store_bytes;
-    if (misalign % sizeof(T) == 0 && misalign != 0) head = HWY_MIN(h, (store_bytes - misalign) / sizeof(T));
-  }
+  const bool stream = StreamRows(args.stream_y, args.y, h, sizeof(T), (kEvenOdd ? 2 * N : N) * sizeof(T), &head);
   // gamma and beta in pair order for y's whole pairs (from the head).
   const A* gamma_p = gamma;
   const A* beta_p = beta;
