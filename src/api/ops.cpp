@@ -172,6 +172,19 @@ struct ColumnSums {
   TensorView pd_gamma, pd_beta;  // empty view: not wanted
 };
 
+// The column sums of rows x h that fn computes per block of rows, reduced in
+// a fixed order (runtime::reduce_rows) and stored into pd_gamma/pd_beta.
+template <typename A>
+void sum_columns(std::int64_t rows, std::int64_t h, int threads, runtime::RowsFn<A> fn, const ColumnSums& sums) {
+  std::vector<A>& out = scratch<A>(1);
+  out.resize(static_cast<std::size_t>(2 * h));
+  A* const sum_gamma = sums_into(sums.pd_gamma, out.data());
+  A* const sum_beta = sums_into(sums.pd_beta, out.data() + h);
+  runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(kernels::active()), sum_gamma, sum_beta);
+  store_params(sum_gamma, sums.pd_gamma, h);
+  store_params(sum_beta, sums.pd_beta, h);
+}
+
 // Whether an output (pd_x, y) goes past the caches (see Stores). Automatic:
 // when the operator's `tensors` row tensors (dy, x and pd_x; x and y) cannot
 // all stay in the last-level cache. Streaming then saves reading
@@ -203,14 +216,8 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
     runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr, nullptr); });
     return;
   }
-  std::vector<A>& out = scratch<A>(1);
-  out.resize(static_cast<std::size_t>(2 * h));
-  A* const sum_gamma = sums_into(sums.pd_gamma, out.data());
-  A* const sum_beta = sums_into(sums.pd_beta, out.data() + h);
   auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
-  runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(k), sum_gamma, sum_beta);
-  store_params(sum_gamma, sums.pd_gamma, h);
-  store_params(sum_beta, sums.pd_beta, h);
+  sum_columns<A>(rows, h, threads, fn, sums);
 }
 
 }  // namespace
@@ -379,15 +386,8 @@ template <typename A>
 void run_beta(const kernels::BetaArgs& args, std::int64_t rows, int threads, const TensorView& pd_gamma,
               const TensorView& pd_beta) {
   const kernels::KernelTable& k = kernels::active();
-  std::vector<A>& out = scratch<A>(1);
-  out.resize(static_cast<std::size_t>(2 * args.h));
-  A* const sum_gamma = sums_into(pd_gamma, out.data());
-  A* const sum_beta = sums_into(pd_beta, out.data() + args.h);
   auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
-  runtime::reduce_rows<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, kernels::add_fn<A>(k),
-                          sum_gamma, sum_beta);
-  store_params(sum_gamma, pd_gamma, args.h);
-  store_params(sum_beta, pd_beta, args.h);
+  sum_columns<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, {pd_gamma, pd_beta});
 }
 }  // namespace
 
