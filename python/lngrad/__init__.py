@@ -29,7 +29,8 @@ __all__ = [
 
 
 def layer_norm_grad(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=False,
-                    output_mask=(True, True, True), out=None, num_threads=0, normalized_ndim=0):
+                    output_mask=(True, True, True), out=None, num_threads=0, normalized_ndim=0,
+                    pd_x_stores="automatic"):
     """Gradients of LayerNorm (seed 000's LayerNormGrad): returns (pd_x, pd_gamma, pd_beta).
 
     With g = dy * gamma, xm = x - mean, rstd = 1/sqrt(variance + epsilon) and H
@@ -54,22 +55,27 @@ def layer_norm_grad(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=Fal
     is False. out=(pd_x, pd_gamma, pd_beta): arrays to write into and return
     (an entry may be None to allocate that output; masked entries must be
     None). pd_x may be dy or x itself (in place).
+
+    pd_x_stores: "automatic" writes pd_x past the caches (non-temporal
+    stores) when dy, x and pd_x together exceed the last-level cache;
+    "cached" keeps it in cache for a consumer that reads it right away;
+    "streaming" always streams. The bits are the same every way.
     """
     return _core.layer_norm_grad(_NUMPY, dy, x, variance, mean, gamma, epsilon, rstd, output_mask, out,
-                                 num_threads, normalized_ndim)
+                                 num_threads, normalized_ndim, pd_x_stores)
 
 
 def layer_norm_grad_x(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=False, out=None, num_threads=0,
-                      normalized_ndim=0):
+                      normalized_ndim=0, pd_x_stores="automatic"):
     """Seed 002's LayerNormGrad: returns (pd_x, res_for_gamma).
 
     pd_x as in layer_norm_grad; res_for_gamma = (x - mean) * rstd, shaped like
     x, in x's dtype (an out= array may instead be float32 for float16 x). Pass
     res_for_gamma with dy to layer_norm_grad_beta for pd_gamma and pd_beta.
-    Arguments as layer_norm_grad; out=(pd_x, res_for_gamma).
+    Arguments as layer_norm_grad (pd_x_stores included); out=(pd_x, res_for_gamma).
     """
     return _core.layer_norm_grad_x(_NUMPY, dy, x, variance, mean, gamma, epsilon, rstd, out, num_threads,
-                                   normalized_ndim)
+                                   normalized_ndim, pd_x_stores)
 
 
 def layer_norm_grad_beta(res_for_gamma, dy, *, gamma_ndim=1, out=None, num_threads=0):
@@ -84,7 +90,8 @@ def layer_norm_grad_beta(res_for_gamma, dy, *, gamma_ndim=1, out=None, num_threa
     return _core.layer_norm_grad_beta(_NUMPY, res_for_gamma, dy, gamma_ndim, out, num_threads)
 
 
-def layer_norm(x, gamma=None, beta=None, epsilon=None, *, normalized_ndim=1, out=None, num_threads=0):
+def layer_norm(x, gamma=None, beta=None, epsilon=None, *, normalized_ndim=1, out=None, num_threads=0,
+               y_stores="automatic"):
     """LayerNorm forward, producing the backward's inputs: returns (y, mean, variance, rstd).
 
     Over the trailing normalized_ndim axes of x (0: gamma's or beta's rank):
@@ -95,9 +102,10 @@ def layer_norm(x, gamma=None, beta=None, epsilon=None, *, normalized_ndim=1, out
     axes, in float32 for float16 x, else x's dtype. epsilon=None as in
     layer_norm_grad. out=(y, mean, variance, rstd): a given statistic fixes the
     shape ([A..] or [A.., 1..1]) and dtype (float32 or float64, never narrower
-    than x) of the others.
+    than x) of the others. y_stores: as layer_norm_grad's pd_x_stores, for y
+    ("automatic": streamed when x and y together exceed the last-level cache).
     """
-    return _core.layer_norm(_NUMPY, x, gamma, beta, epsilon, normalized_ndim, out, num_threads)
+    return _core.layer_norm(_NUMPY, x, gamma, beta, epsilon, normalized_ndim, out, num_threads, y_stores)
 
 
 def default_epsilon(dtype):

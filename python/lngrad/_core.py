@@ -53,6 +53,18 @@ def _epsilon(function, epsilon):
     return float(epsilon)
 
 
+_STORES = ("automatic", "cached", "streaming")
+
+
+def _stores(function, name, value):
+    """pd_x_stores / y_stores: how the output is written (lngrad::Stores)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{function}: {name}: expected a str, given {type(value).__name__}")
+    if value not in _STORES:
+        fail(function, name, "'automatic', 'cached' or 'streaming'", repr(value))
+    return value
+
+
 def _mask(function, output_mask):
     try:
         mask = tuple(bool(m) for m in output_mask)
@@ -118,7 +130,7 @@ def _grad_inputs(backend, fn, dy, x, variance, mean, gamma, epsilon, rstd):
 
 
 def layer_norm_grad(backend, dy, x, variance, mean, gamma, epsilon, rstd, output_mask, out, num_threads,
-                    normalized_ndim):
+                    normalized_ndim, pd_x_stores):
     fn = "layer_norm_grad"
     dy, x, variance, mean, gamma, epsilon = _grad_inputs(backend, fn, dy, x, variance, mean, gamma, epsilon, rstd)
     mask = _mask(fn, output_mask)
@@ -129,6 +141,7 @@ def layer_norm_grad(backend, dy, x, variance, mean, gamma, epsilon, rstd, output
             fail(fn, f"out[{i}] ({names[i]})", f"None (output_mask[{i}] is False)", "an array")
     threads = _int(fn, "num_threads", num_threads, 0)
     normalized_ndim = _int(fn, "normalized_ndim", normalized_ndim, -_INT_MAX)
+    pd_x_stores = _stores(fn, "pd_x_stores", pd_x_stores)
 
     x_shape = backend.shape(x)
     pd_x = outs[0]
@@ -150,18 +163,20 @@ def layer_norm_grad(backend, dy, x, variance, mean, gamma, epsilon, rstd, output
     _lngrad.layer_norm_grad(backend.view(dy), backend.view(x), backend.view(variance), backend.view(mean),
                             _view(backend, gamma), _view(backend, pd_x), _view(backend, pd_gamma),
                             _view(backend, pd_beta), epsilon, bool(rstd), mask[0], mask[1], mask[2],
-                            normalized_ndim, threads)
+                            normalized_ndim, threads, pd_x_stores)
     _written(backend, outs)
     return tuple(a if wanted else None for a, wanted in zip((pd_x, pd_gamma, pd_beta), mask))
 
 
-def layer_norm_grad_x(backend, dy, x, variance, mean, gamma, epsilon, rstd, out, num_threads, normalized_ndim):
+def layer_norm_grad_x(backend, dy, x, variance, mean, gamma, epsilon, rstd, out, num_threads, normalized_ndim,
+                      pd_x_stores):
     fn = "layer_norm_grad_x"
     dy, x, variance, mean, gamma, epsilon = _grad_inputs(backend, fn, dy, x, variance, mean, gamma, epsilon, rstd)
     outs = _outs(backend, fn, out, ("pd_x", "res_for_gamma"))
     pd_x, res = outs
     threads = _int(fn, "num_threads", num_threads, 0)
     normalized_ndim = _int(fn, "normalized_ndim", normalized_ndim, -_INT_MAX)
+    pd_x_stores = _stores(fn, "pd_x_stores", pd_x_stores)
     x_shape, x_dtype = backend.shape(x), backend.dtype(x)
     if pd_x is None:
         pd_x = backend.empty(x_shape, x_dtype)
@@ -169,7 +184,7 @@ def layer_norm_grad_x(backend, dy, x, variance, mean, gamma, epsilon, rstd, out,
         res = backend.empty(x_shape, x_dtype)  # as the seed's resForGamma: x's dtype
     _lngrad.layer_norm_grad_x(backend.view(dy), backend.view(x), backend.view(variance), backend.view(mean),
                               _view(backend, gamma), backend.view(pd_x), backend.view(res), epsilon, bool(rstd),
-                              normalized_ndim, threads)
+                              normalized_ndim, threads, pd_x_stores)
     _written(backend, outs)
     return pd_x, res
 
@@ -199,7 +214,7 @@ def layer_norm_grad_beta(backend, res_for_gamma, dy, gamma_ndim, out, num_thread
     return pd_gamma, pd_beta
 
 
-def layer_norm(backend, x, gamma, beta, epsilon, normalized_ndim, out, num_threads):
+def layer_norm(backend, x, gamma, beta, epsilon, normalized_ndim, out, num_threads, y_stores):
     fn = "layer_norm"
     x = backend.input(fn, "x", x)
     gamma = None if gamma is None else backend.input(fn, "gamma", gamma)
@@ -209,6 +224,7 @@ def layer_norm(backend, x, gamma, beta, epsilon, normalized_ndim, out, num_threa
     y, mean, variance, rstd = outs
     threads = _int(fn, "num_threads", num_threads, 0)
     n = _int(fn, "normalized_ndim", normalized_ndim, 0)
+    y_stores = _stores(fn, "y_stores", y_stores)
     x_shape, x_dtype = backend.shape(x), backend.dtype(x)
     if len(x_shape) < 1:
         fail(fn, "x", "rank >= 1", "rank 0")
@@ -225,6 +241,6 @@ def layer_norm(backend, x, gamma, beta, epsilon, normalized_ndim, out, num_threa
     sdtype = stat_dtype(x_dtype) if given is None else backend.dtype(given)
     mean, variance, rstd = (backend.empty(stat_shape, sdtype) if s is None else s for s in (mean, variance, rstd))
     _lngrad.layer_norm(backend.view(x), _view(backend, gamma), _view(backend, beta), backend.view(y),
-                       backend.view(mean), backend.view(variance), backend.view(rstd), epsilon, n, threads)
+                       backend.view(mean), backend.view(variance), backend.view(rstd), epsilon, n, threads, y_stores)
     _written(backend, outs)
     return y, mean, variance, rstd

@@ -78,7 +78,8 @@ _BACKEND = TorchBackend()
 
 
 def layer_norm_grad(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=False,
-                    output_mask=(True, True, True), out=None, num_threads=0, normalized_ndim=0):
+                    output_mask=(True, True, True), out=None, num_threads=0, normalized_ndim=0,
+                    pd_x_stores="automatic"):
     """lngrad.layer_norm_grad over tensors: returns (pd_x, pd_gamma, pd_beta), None where masked.
 
     bfloat16 x takes statistics in bfloat16, float32 or float64 and gamma in
@@ -86,14 +87,14 @@ def layer_norm_grad(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=Fal
     final rounding, whatever the dtype.
     """
     return _core.layer_norm_grad(_BACKEND, dy, x, variance, mean, gamma, epsilon, rstd, output_mask, out,
-                                 num_threads, normalized_ndim)
+                                 num_threads, normalized_ndim, pd_x_stores)
 
 
 def layer_norm_grad_x(dy, x, variance, mean, gamma=None, epsilon=None, *, rstd=False, out=None, num_threads=0,
-                      normalized_ndim=0):
+                      normalized_ndim=0, pd_x_stores="automatic"):
     """lngrad.layer_norm_grad_x over tensors: returns (pd_x, res_for_gamma)."""
     return _core.layer_norm_grad_x(_BACKEND, dy, x, variance, mean, gamma, epsilon, rstd, out, num_threads,
-                                   normalized_ndim)
+                                   normalized_ndim, pd_x_stores)
 
 
 def layer_norm_grad_beta(res_for_gamma, dy, *, gamma_ndim=1, out=None, num_threads=0):
@@ -101,10 +102,11 @@ def layer_norm_grad_beta(res_for_gamma, dy, *, gamma_ndim=1, out=None, num_threa
     return _core.layer_norm_grad_beta(_BACKEND, res_for_gamma, dy, gamma_ndim, out, num_threads)
 
 
-def layer_norm(x, gamma=None, beta=None, epsilon=None, *, normalized_ndim=1, out=None, num_threads=0):
+def layer_norm(x, gamma=None, beta=None, epsilon=None, *, normalized_ndim=1, out=None, num_threads=0,
+               y_stores="automatic"):
     """lngrad.layer_norm over tensors: returns (y, mean, variance, rstd); the
     statistics are float32 for 16-bit x."""
-    return _core.layer_norm(_BACKEND, x, gamma, beta, epsilon, normalized_ndim, out, num_threads)
+    return _core.layer_norm(_BACKEND, x, gamma, beta, epsilon, normalized_ndim, out, num_threads, y_stores)
 
 
 class _LayerNormFunction(_torch.autograd.Function):

@@ -46,10 +46,18 @@ std::optional<lngrad::ConstTensorView> to_optional(const OptView& v) {
 
 lngrad::Statistic statistic(bool rstd) { return rstd ? lngrad::Statistic::rstd : lngrad::Statistic::variance; }
 
+// pd_x_stores / y_stores by name (the Python layer checks the name first).
+lngrad::Stores stores(const std::string& name) {
+  if (name == "automatic") return lngrad::Stores::automatic;
+  if (name == "cached") return lngrad::Stores::cached;
+  if (name == "streaming") return lngrad::Stores::streaming;
+  throw py::value_error("stores: expected automatic, cached or streaming, given " + name);
+}
+
 void layer_norm_grad(const PyView& dy, const PyView& x, const PyView& variance, const PyView& mean,
                      const OptView& gamma, const OptView& pd_x, const OptView& pd_gamma, const OptView& pd_beta,
                      std::optional<double> epsilon, bool rstd, bool compute_pd_x, bool compute_pd_gamma,
-                     bool compute_pd_beta, int normalized_ndim, int num_threads) {
+                     bool compute_pd_beta, int normalized_ndim, int num_threads, const std::string& pd_x_stores) {
   lngrad::GradOptions o;
   o.epsilon = epsilon;
   o.statistic = statistic(rstd);
@@ -58,6 +66,7 @@ void layer_norm_grad(const PyView& dy, const PyView& x, const PyView& variance, 
   o.compute_pd_beta = compute_pd_beta;
   o.normalized_ndim = normalized_ndim;
   o.num_threads = num_threads;
+  o.pd_x_stores = stores(pd_x_stores);
   const auto vdy = to_view(dy), vx = to_view(x), vvar = to_view(variance), vmean = to_view(mean);
   const auto vgamma = to_optional(gamma);
   const auto vpd_x = to_view(pd_x), vpd_gamma = to_view(pd_gamma), vpd_beta = to_view(pd_beta);
@@ -67,12 +76,14 @@ void layer_norm_grad(const PyView& dy, const PyView& x, const PyView& variance, 
 
 void layer_norm_grad_x(const PyView& dy, const PyView& x, const PyView& variance, const PyView& mean,
                        const OptView& gamma, const PyView& pd_x, const PyView& res_for_gamma,
-                       std::optional<double> epsilon, bool rstd, int normalized_ndim, int num_threads) {
+                       std::optional<double> epsilon, bool rstd, int normalized_ndim, int num_threads,
+                       const std::string& pd_x_stores) {
   lngrad::GradXOptions o;
   o.epsilon = epsilon;
   o.statistic = statistic(rstd);
   o.normalized_ndim = normalized_ndim;
   o.num_threads = num_threads;
+  o.pd_x_stores = stores(pd_x_stores);
   const auto vdy = to_view(dy), vx = to_view(x), vvar = to_view(variance), vmean = to_view(mean);
   const auto vgamma = to_optional(gamma);
   const auto vpd_x = to_view(pd_x), vres = to_view(res_for_gamma);
@@ -92,11 +103,12 @@ void layer_norm_grad_beta(const PyView& res_for_gamma, const PyView& dy, const P
 
 void layer_norm(const PyView& x, const OptView& gamma, const OptView& beta, const PyView& y, const PyView& mean,
                 const PyView& variance, const OptView& rstd, std::optional<double> epsilon, int normalized_ndim,
-                int num_threads) {
+                int num_threads, const std::string& y_stores) {
   lngrad::ForwardOptions o;
   o.epsilon = epsilon;
   o.normalized_ndim = normalized_ndim;
   o.num_threads = num_threads;
+  o.y_stores = stores(y_stores);
   const auto vx = to_view(x);
   const auto vgamma = to_optional(gamma), vbeta = to_optional(beta);
   const auto vy = to_view(y), vmean = to_view(mean), vvar = to_view(variance), vrstd = to_view(rstd);
@@ -115,15 +127,15 @@ PYBIND11_MODULE(_lngrad, m) {
   m.def("layer_norm_grad", &layer_norm_grad, py::arg("dy"), py::arg("x"), py::arg("variance"), py::arg("mean"),
         py::arg("gamma"), py::arg("pd_x"), py::arg("pd_gamma"), py::arg("pd_beta"), py::arg("epsilon"),
         py::arg("rstd"), py::arg("compute_pd_x"), py::arg("compute_pd_gamma"), py::arg("compute_pd_beta"),
-        py::arg("normalized_ndim"), py::arg("num_threads"));
+        py::arg("normalized_ndim"), py::arg("num_threads"), py::arg("pd_x_stores"));
   m.def("layer_norm_grad_x", &layer_norm_grad_x, py::arg("dy"), py::arg("x"), py::arg("variance"), py::arg("mean"),
         py::arg("gamma"), py::arg("pd_x"), py::arg("res_for_gamma"), py::arg("epsilon"), py::arg("rstd"),
-        py::arg("normalized_ndim"), py::arg("num_threads"));
+        py::arg("normalized_ndim"), py::arg("num_threads"), py::arg("pd_x_stores"));
   m.def("layer_norm_grad_beta", &layer_norm_grad_beta, py::arg("res_for_gamma"), py::arg("dy"), py::arg("pd_gamma"),
         py::arg("pd_beta"), py::arg("num_threads"));
   m.def("layer_norm", &layer_norm, py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("y"), py::arg("mean"),
         py::arg("variance"), py::arg("rstd"), py::arg("epsilon"), py::arg("normalized_ndim"),
-        py::arg("num_threads"));
+        py::arg("num_threads"), py::arg("y_stores"));
 
   m.def(
       "default_epsilon", [](const std::string& dtype) { return lngrad::default_epsilon(parse_dtype(dtype)); },

@@ -195,6 +195,51 @@ def test_results_do_not_depend_on_thread_count():
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_stores_options_give_the_same_bits(dtype):
+    # Rows of 4 KiB (float32) and 2 KiB (float16): whole 64-byte stores, so "streaming"
+    # writes pd_x and y with non-temporal stores from the 64-byte line NumPy outputs start on.
+    # The library's own tests check streamed against cached bits on every target; here the
+    # three names must reach it and give what the default gives.
+    c = make_case(dtype, (40, 1024), 1, seed=5)
+    args = (c["dy"], c["x"], c["variance"], c["mean"], c["gamma"])
+    grad = lngrad.layer_norm_grad(*args)
+    grad_x = lngrad.layer_norm_grad_x(*args)
+    forward = lngrad.layer_norm(c["x"], c["gamma"])
+    for stores in ("automatic", "cached", "streaming"):
+        for a, b in zip(lngrad.layer_norm_grad(*args, pd_x_stores=stores), grad):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(lngrad.layer_norm_grad_x(*args, pd_x_stores=stores), grad_x):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(lngrad.layer_norm(c["x"], c["gamma"], y_stores=stores), forward):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_stores_options_are_checked():
+    c = make_case("float32", (4, 8), 1, seed=5)
+    args = (c["dy"], c["x"], c["variance"], c["mean"])
+    _raises(ValueError, "layer_norm_grad: pd_x_stores: expected 'automatic', 'cached' or 'streaming', "
+            "given 'stream'", lngrad.layer_norm_grad, *args, pd_x_stores="stream")
+    _raises(ValueError, "layer_norm_grad_x: pd_x_stores: expected 'automatic', 'cached' or 'streaming', "
+            "given 'Cached'", lngrad.layer_norm_grad_x, *args, pd_x_stores="Cached")
+    _raises(ValueError, "layer_norm: y_stores: expected 'automatic', 'cached' or 'streaming', given ''",
+            lngrad.layer_norm, c["x"], y_stores="")
+    _raises(TypeError, "layer_norm_grad: pd_x_stores: expected a str, given NoneType",
+            lngrad.layer_norm_grad, *args, pd_x_stores=None)
+    # The binding itself reads the name (a binding that dropped it would accept anything).
+    from lngrad import _lngrad
+    v = (c["x"].ctypes.data, "float32", [4, 8])
+    s = (c["mean"].ctypes.data, "float32", [4])
+    out = np.empty((4, 8), np.float32)
+    o = (out.ctypes.data, "float32", [4, 8])
+    _raises(ValueError, "stores: expected automatic, cached or streaming, given bogus", _lngrad.layer_norm_grad,
+            v, v, s, s, None, o, None, None, None, False, True, False, False, 0, 1, "bogus")
+    _raises(ValueError, "stores: expected automatic, cached or streaming, given bogus", _lngrad.layer_norm_grad_x,
+            v, v, s, s, None, o, o, None, False, 0, 1, "bogus")
+    _raises(ValueError, "stores: expected automatic, cached or streaming, given bogus", _lngrad.layer_norm,
+            v, None, None, o, s, s, None, None, 1, 1, "bogus")
+
+
 # ---- out= and output_mask. -------------------------------------------------------------------------
 
 def test_out_arrays_are_written_and_returned():

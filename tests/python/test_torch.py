@@ -77,6 +77,24 @@ def test_tensors_and_arrays_give_identical_results(dtype):
         np.testing.assert_array_equal(a.numpy(), b)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_stores_options_give_the_same_bits(dtype):
+    # Rows of whole 64-byte stores, so "streaming" streams (torch's CPU allocator aligns to
+    # 64 bytes); the names reach the library and give what the default gives.
+    c = make_case(dtype, (24, 1024), seed=4)
+    args = [c[k] for k in ("dy", "x", "variance", "mean", "gamma")]
+    grad, grad_x, forward = lt.layer_norm_grad(*args), lt.layer_norm_grad_x(*args), lt.layer_norm(c["x"], c["gamma"])
+    for stores in ("automatic", "cached", "streaming"):
+        for a, b in zip(lt.layer_norm_grad(*args, pd_x_stores=stores), grad):
+            assert torch.equal(a, b)
+        for a, b in zip(lt.layer_norm_grad_x(*args, pd_x_stores=stores), grad_x):
+            assert torch.equal(a, b)
+        for a, b in zip(lt.layer_norm(c["x"], c["gamma"], y_stores=stores), forward):
+            assert torch.equal(a, b)
+    with pytest.raises(lngrad.Error, match="layer_norm: y_stores: expected 'automatic', 'cached' or 'streaming'"):
+        lt.layer_norm(c["x"], y_stores="always")
+
+
 def test_non_contiguous_and_grad_requiring_inputs_are_accepted():
     c = make_case("float32", (10, 24), seed=3)
     args = [c[k] for k in ("dy", "x", "variance", "mean", "gamma")]
