@@ -1,5 +1,6 @@
 #include "runtime/thread_pool.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -94,6 +95,11 @@ constexpr std::chrono::microseconds kSpin{200};
 
 class Pool {
  public:
+  Pool() {
+    live_ = this;
+    pthread_atfork(nullptr, nullptr, [] { live_->start_over_in_child(); });
+  }
+
   ~Pool() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -132,6 +138,30 @@ class Pool {
   std::mutex run_mutex_;
 
  private:
+  // After fork() only the forking thread exists in the child: the workers are
+  // gone, and a lock may have been held by one of them. Their std::thread
+  // objects can neither be joined nor destroyed (a joinable std::thread ends
+  // the program when destroyed), so they are left behind on purpose; the locks
+  // and condition variables are made anew and the next call starts new
+  // workers. Without this a child's first parallel call waited forever.
+  void start_over_in_child() {
+    new (&mutex_) std::mutex();
+    new (&run_mutex_) std::mutex();
+    new (&wake_) std::condition_variable();
+    new (&done_) std::condition_variable();
+    static auto* const left_behind = new std::vector<std::thread>();  // never destroyed, see above
+    for (std::thread& t : workers_) left_behind->push_back(std::move(t));
+    workers_.clear();
+    sleepers_ = 0;
+    task_ = nullptr;
+    tasks_ = 0;
+    helpers_.store(0, std::memory_order_relaxed);
+    next_.store(0, std::memory_order_relaxed);
+    pending_helpers_.store(0, std::memory_order_relaxed);
+  }
+
+  static inline Pool* live_ = nullptr;
+
   void grow(int helpers) {
     while (static_cast<int>(workers_.size()) < helpers) {
       const int id = static_cast<int>(workers_.size()) + 1;

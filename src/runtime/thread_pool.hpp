@@ -3,6 +3,7 @@
 // start-up. A call made from inside a pool task, or while another thread is
 // using the pool, runs serially on the calling thread instead of
 // oversubscribing the cores; results never depend on which thread runs a task.
+// A child process after fork() starts workers of its own.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,11 @@
 // Concurrent calls from several threads on different buffers give the same
-// bits as serial calls (docs/HARDENING.md, "Concurrent use"). The thread
-// sanitizer build runs this file (scripts/ci-sanitize.sh).
+// bits as serial calls (docs/HARDENING.md, "Concurrent use"), and a forked
+// child process can still use threads. The thread sanitizer build runs the
+// Concurrency tests (scripts/ci-sanitize.sh; it does not support threads
+// started after a fork, so not the Fork test).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <latch>
@@ -119,6 +123,27 @@ TEST(Concurrency, SmallAndLargeCallsInterleave) {
   }
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+// A process that forks after the pool has started (a multiprocessing or data
+// loader worker, say) has none of the parent's workers: its multi-threaded
+// calls must start their own, not wait for ones that do not exist (they did,
+// forever, before the pool handled fork).
+TEST(Fork, ChildCallsAfterTheParentUsedThePool) {
+  const GradProblem p = make_problem(Dtype::float32, Dtype::float32, 300, 257, 131);
+  const AllOutputs want = run_all(p, 2);  // starts the pool's workers in this process
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    alarm(120);  // a hang ends the child by SIGALRM, not the test run
+    const bool same = run_all(p, 2) == want && run_all(p, 2) == want;
+    _exit(same ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+                                 << " (14: it hung)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's results differ from the parent's";
 }
 
 }  // namespace
