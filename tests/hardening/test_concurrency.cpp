@@ -125,6 +125,26 @@ TEST(Concurrency, SmallAndLargeCallsInterleave) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+// One caller whose calls ask for 1, 2, 3, 4, 1, ... threads: workers that sat
+// out a call take part in the next, and a machine with fewer cores than
+// threads is oversubscribed. A worker once read a call's helper count apart
+// from its generation and could count itself twice, leaving the caller
+// waiting forever (it hung after ~10^5 such calls in a stress run; this test
+// is a regression stress, not a sure detector of that interleaving).
+TEST(Concurrency, ThreadCountChangingEveryCall) {
+  const GradProblem p = make_problem(Dtype::float32, Dtype::float32, 256, 256, 137);
+  const GradOutputs want = run_grad(p, 1);
+  int mismatches = 0;
+  for (int it = 0; it < 20000; ++it) {
+    const GradOutputs got = run_grad(p, 1 + it % 4);
+    if (got.pd_x.payload() != want.pd_x.payload() || got.pd_gamma.payload() != want.pd_gamma.payload() ||
+        got.pd_beta.payload() != want.pd_beta.payload()) {
+      ++mismatches;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
 // A process that forks after the pool has started (a multiprocessing or data
 // loader worker, say) has none of the parent's workers: its multi-threaded
 // calls must start their own, not wait for ones that do not exist (they did,
