@@ -1,11 +1,12 @@
 #include "triad.hpp"
 
 #include <algorithm>
-#include <chrono>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include "runtime/thread_pool.hpp"
 
 namespace lngrad_bench {
 
@@ -110,27 +111,6 @@ const char* triad_isa() {
   return "scalar";
 }
 
-namespace {
-
-// Polls ready() for up to 200 us before the caller blocks, as lngrad's pool
-// does: waking a blocked thread takes 16 us or more on the VM the benchmark
-// runs on, which would charge the roofline for a cost the contestants avoid.
-template <typename Ready>
-bool spin_until(Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (ready()) return true;
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return ready();
-  }
-}
-
-}  // namespace
-
 TriadPool::TriadPool(int threads) : threads_(threads < 1 ? 1 : threads) {
   for (int w = 1; w < threads_; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
@@ -153,7 +133,10 @@ void TriadPool::share(int worker) {
 void TriadPool::worker_loop(int worker) {
   std::uint64_t seen = 0;
   for (;;) {
-    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+    // Polls first, as lngrad's pool does: waking a blocked thread takes 16 us
+    // or more on the VM the benchmark runs on, which would charge the roofline
+    // for a cost the contestants avoid.
+    if (!lngrad::runtime::spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       generation_.wait(seen, std::memory_order_acquire);  // futex sleep: idle workers take no CPU
     }
     seen = generation_.load(std::memory_order_acquire);
@@ -175,7 +158,7 @@ void TriadPool::run(float* a, const float* b, const float* c, float s, std::size
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   share(0);
-  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
+  lngrad::runtime::spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   for (int left = pending_.load(std::memory_order_acquire); left != 0;
        left = pending_.load(std::memory_order_acquire)) {
     pending_.wait(left, std::memory_order_acquire);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
@@ -94,8 +93,8 @@ thread_local bool t_inside_task = false;
 // threads as there are cores spin: asked for more, the others block at once,
 // as does the caller, or spinners would take the cores the work needs
 // (200000 calls of 512x256 cycling 1..4 threads on 2 cores: 59 s with every
-// thread spinning, 8 s with none, 6.7 s so).
-constexpr std::chrono::microseconds kSpin{200};
+// thread spinning, 8 s with none, 6.7 s so). kSpin and spin_until are in
+// thread_pool.hpp.
 
 class Pool {
  public:
@@ -191,24 +190,6 @@ class Pool {
       (*task_)(i, worker);
     }
     t_inside_task = false;
-  }
-
-  // Polls ready() for up to kSpin; whether it came true. pause, not
-  // sched_yield: a yielding worker picked up a call 7 us later on average.
-  template <typename Ready>
-  static bool spin_until(Ready ready) {
-    const auto deadline = std::chrono::steady_clock::now() + kSpin;
-    for (;;) {
-      for (int i = 0; i < 64; ++i) {
-        if (ready()) return true;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        asm volatile("yield");
-#endif
-      }
-      if (std::chrono::steady_clock::now() >= deadline) return ready();
-    }
   }
 
   // The generation after `seen`: spinning for up to kSpin if asked, then blocked.

@@ -6,6 +6,7 @@
 // A child process after fork() starts workers of its own.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "runtime/function_ref.hpp"
@@ -22,5 +23,27 @@ std::int64_t last_level_cache_bytes();
 // threads, the caller included; worker is in [0, threads). Returns when all
 // tasks are done.
 void parallel_for(std::int64_t tasks, int threads, FunctionRef<void(std::int64_t, int)> task);
+
+// How long a thread waiting for a pool's next call, or for its helpers,
+// polls before it blocks (see thread_pool.cpp).
+inline constexpr std::chrono::microseconds kSpin{200};
+
+// Polls ready() for up to kSpin; whether it came true. pause, not
+// sched_yield: a yielding worker picked up a call 7 us later on average.
+template <typename Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
 
 }  // namespace lngrad::runtime
