@@ -212,6 +212,8 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
       stream_output(stores, args.pd_x, rows, h * static_cast<std::int64_t>(dtype_size(args.dtype)), 3);
   const kernels::KernelTable& k = kernels::active();
   threads = runtime::effective_threads(threads, rows, h);
+  args.prefetch_rows = rows * h * 2 * static_cast<std::int64_t>(dtype_size(args.dtype)) >
+                       threads * runtime::core_cache_bytes();
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
     runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr, nullptr); });
     return;

@@ -30,6 +30,7 @@ struct GradArgs {
   void* res_for_gamma = nullptr;
   Dtype res_dtype = Dtype::float32;
   bool stream_pd_x = false;  // non-temporal stores: pd_x will not be read from cache soon
+  bool prefetch_rows = false;  // dy and x come from beyond the core's cache: prefetch ahead
 };
 
 struct BetaArgs {

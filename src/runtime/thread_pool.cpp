@@ -41,22 +41,24 @@ std::int64_t parse_cache_size(const std::string& text) {
   }
 }
 
-// The highest data or unified cache level sysfs lists for cpu0; 0 if none.
-std::int64_t sysfs_last_level_cache_bytes() {
+// The size of cpu0's data or unified cache at `level` (0: the highest level
+// sysfs lists); 0 if sysfs does not say.
+std::int64_t sysfs_cache_bytes(int level) {
   int best_level = 0;
   std::int64_t best = 0;
   for (int i = 0; i < 16; ++i) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
     std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
     if (!level_file || !size_file) continue;
-    int level = 0;
+    int this_level = 0;
     std::string type, size;
-    level_file >> level;
+    level_file >> this_level;
     type_file >> type;
     size_file >> size;
     const std::int64_t bytes = parse_cache_size(size);
-    if (type != "Instruction" && bytes > 0 && level > best_level) {
-      best_level = level;
+    if (type == "Instruction" || bytes <= 0) continue;
+    if (level == 0 ? this_level > best_level : this_level == level) {
+      best_level = this_level;
       best = bytes;
     }
   }
@@ -69,12 +71,21 @@ std::int64_t last_level_cache_bytes() {
   // sysfs first: under a hypervisor glibc's sysconf can report another
   // figure (384 MiB on a VM whose sysfs lists a 32 MiB L3).
   static const std::int64_t bytes = [] {
-    if (const std::int64_t b = sysfs_last_level_cache_bytes(); b > 0) return b;
+    if (const std::int64_t b = sysfs_cache_bytes(0); b > 0) return b;
     for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
       const long v = sysconf(name);
       if (v > 0) return static_cast<std::int64_t>(v);
     }
     return std::int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
+std::int64_t core_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    if (const std::int64_t b = sysfs_cache_bytes(2); b > 0) return b;
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{1} << 20;
   }();
   return bytes;
 }

@@ -19,6 +19,9 @@ int available_cores();
 // Size of the last-level cache in bytes (32 MiB when the OS does not say).
 std::int64_t last_level_cache_bytes();
 
+// Size of one core's level-2 cache in bytes (1 MiB when the OS does not say).
+std::int64_t core_cache_bytes();
+
 // Runs task(index, worker) for every index in [0, tasks) on up to `threads`
 // threads, the caller included; worker is in [0, threads). Returns when all
 // tasks are done.
