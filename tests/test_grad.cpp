@@ -142,6 +142,18 @@ TEST_P(PerTarget, LongRowsOverlapTheNextGroupsFirstPass) {
   }
 }
 
+TEST_P(PerTarget, CallsRunOnAcrossBlocksOfColumnSums) {
+  // Over 1024 rows a kernel call sums several blocks of 32 rows (34 blocks:
+  // chunks of 2, the last block 4 rows), moving to the next block's sums
+  // between groups, the fused loop included. Rows that take the fused loop,
+  // and shorter rows in groups of 8 and 4.
+  for (Dtype d : kDtypes) {
+    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
+    const std::int64_t fused_h = (elem == 2 ? 4096 : 8192) / (2 * elem);
+    for (std::int64_t h : {fused_h, std::int64_t{40}, 1536 / elem}) check_grad({spec({1060, h}, 1, d)});
+  }
+}
+
 TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
   // Non-temporal pd_x stores on rows of whole vectors, with pd_x on a cache
   // line or 16 or 48 bytes past one (each row then starts with a head of

@@ -172,14 +172,27 @@ struct ColumnSums {
   TensorView pd_gamma, pd_beta;  // empty view: not wanted
 };
 
-// The column sums of rows x h that fn computes per block of rows, reduced in
-// a fixed order (runtime::reduce_rows) and stored into pd_gamma/pd_beta.
+// The column sums of rows x h that a row kernel, kernel(row_begin, row_end,
+// block_sums), computes per block of rows, reduced in a fixed order
+// (runtime::reduce_rows) and stored into pd_gamma/pd_beta.
 template <typename A>
-void sum_columns(std::int64_t rows, std::int64_t h, int threads, runtime::RowsFn<A> fn, const ColumnSums& sums) {
+void sum_columns(std::int64_t rows, std::int64_t h, int threads,
+                 runtime::FunctionRef<void(std::int64_t, std::int64_t, const kernels::BlockSums&)> kernel,
+                 const ColumnSums& sums) {
   std::vector<A>& out = scratch<A>(1);
   out.resize(static_cast<std::size_t>(2 * h));
   A* const sum_gamma = sums_into(sums.pd_gamma, out.data());
   A* const sum_beta = sums_into(sums.pd_beta, out.data() + h);
+  auto fn = [&](std::int64_t b, std::int64_t e, runtime::NextBlockFn<A> next) {
+    auto next_untyped = [&](void** gamma, void** beta) {
+      A* g = nullptr;
+      A* be = nullptr;
+      next(&g, &be);
+      *gamma = g;
+      *beta = be;
+    };
+    kernel(b, e, kernels::BlockSums{runtime::kBlockRows, next_untyped});
+  };
   runtime::reduce_rows<A>(rows, h, threads, fn, kernels::add_fn<A>(kernels::active()), sum_gamma, sum_beta);
   store_params(sum_gamma, sums.pd_gamma, h);
   store_params(sum_beta, sums.pd_beta, h);
@@ -215,10 +228,10 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
   args.prefetch_rows = rows * h * 2 * static_cast<std::int64_t>(dtype_size(args.dtype)) >
                        threads * runtime::core_cache_bytes();
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
-    runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr, nullptr); });
+    runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr); });
     return;
   }
-  auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.grad_rows(args, b, e, g, be); };
+  auto fn = [&](std::int64_t b, std::int64_t e, const kernels::BlockSums& s) { k.grad_rows(args, b, e, &s); };
   sum_columns<A>(rows, h, threads, fn, sums);
 }
 
@@ -388,7 +401,7 @@ template <typename A>
 void run_beta(const kernels::BetaArgs& args, std::int64_t rows, int threads, const TensorView& pd_gamma,
               const TensorView& pd_beta) {
   const kernels::KernelTable& k = kernels::active();
-  auto fn = [&](std::int64_t b, std::int64_t e, A* g, A* be) { k.beta_rows(args, b, e, g, be); };
+  auto fn = [&](std::int64_t b, std::int64_t e, const kernels::BlockSums& s) { k.beta_rows(args, b, e, s); };
   sum_columns<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, {pd_gamma, pd_beta});
 }
 }  // namespace

@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "lngrad/lngrad.hpp"
+#include "runtime/function_ref.hpp"
 
 namespace lngrad::kernels {
 
 // Row gradient: for each row r, pd_x and res_for_gamma (either may be null),
-// and, when acc_gamma/acc_beta are given, WRITES the sums over the rows of
-// dy*res_for_gamma and dy to them (in row order). Accumulators are float, or
-// double when dtype is float64.
+// and, when column sums are asked for (BlockSums), the sums over the rows of
+// dy*res_for_gamma and dy, per block of rows, rows added in order.
+// Accumulators are float, or double when dtype is float64.
 struct GradArgs {
   Dtype dtype = Dtype::float32;  // dy, x, pd_x
   std::int64_t h = 0;
@@ -56,13 +57,21 @@ struct ForwardArgs {
   bool stream_y = false;  // non-temporal stores: y will not be read from cache soon
 };
 
+// Where column sums go: before the first row of each block of block_rows
+// rows (counted from the call's first row; the last may be shorter) a kernel
+// calls next(&acc_gamma, &acc_beta) and WRITES that block's sums there (see
+// runtime::RowsFn).
+struct BlockSums {
+  std::int64_t block_rows = 0;
+  runtime::FunctionRef<void(void**, void**)> next;
+};
+
 struct KernelTable {
   const char* target;
-  void (*grad_rows)(const GradArgs&, std::int64_t row_begin, std::int64_t row_end, void* acc_gamma,
-                    void* acc_beta);
-  // Writes the rows' column sums of dy*res_for_gamma and dy, as grad_rows.
-  void (*beta_rows)(const BetaArgs&, std::int64_t row_begin, std::int64_t row_end, void* acc_gamma,
-                    void* acc_beta);
+  // sums: null when no column sums are wanted.
+  void (*grad_rows)(const GradArgs&, std::int64_t row_begin, std::int64_t row_end, const BlockSums* sums);
+  // The rows' column sums of dy*res_for_gamma and dy, as grad_rows.
+  void (*beta_rows)(const BetaArgs&, std::int64_t row_begin, std::int64_t row_end, const BlockSums& sums);
   void (*forward_rows)(const ForwardArgs&, std::int64_t row_begin, std::int64_t row_end);
   // dst[i] += src[i], in float or double.
   void (*add_f32)(float* dst, const float* src, std::int64_t n);

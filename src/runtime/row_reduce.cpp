@@ -69,7 +69,10 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
                  A* sum_gamma, A* sum_beta) {
   const Plan p = plan_for(rows);
   if (p.blocks == 1) {  // one block's sums are the result: no buffers, no copies
-    fn(0, rows, sum_gamma, sum_beta);
+    fn(0, rows, [&](A** gamma, A** beta) {
+      *gamma = sum_gamma;
+      *beta = sum_beta;
+    });
     return;
   }
   threads = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), p.chunks));
@@ -86,13 +89,11 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
     for (std::int64_t i = 0; i < per_worker; ++i) free_buffers.push_back(mine + i * width);
     const std::int64_t first = chunk * p.blocks_per_chunk;
     const std::int64_t last = std::min(first + p.blocks_per_chunk, p.blocks);
-    for (std::int64_t block = first; block < last; ++block) {
-      A* cur = free_buffers.back();
-      free_buffers.pop_back();
-      const std::int64_t r0 = block * kBlockRows;  // fn writes the block's sums into cur
-      fn(r0, std::min(r0 + kBlockRows, rows), cur, cur + h);
-      // Binary-counter merge: equal-sized neighbours combine (left += right).
-      for (std::int64_t n = block - first; n & 1; n >>= 1) {
+    std::int64_t summed = 0;  // blocks of the chunk whose sums are complete
+    A* cur = nullptr;         // the buffer of the block being summed
+    // Binary-counter merge: equal-sized neighbours combine (left += right).
+    auto complete = [&] {
+      for (std::int64_t n = summed; n & 1; n >>= 1) {
         A* left = stack.back();
         stack.pop_back();
         add(left, cur, width);
@@ -100,7 +101,17 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
         cur = left;
       }
       stack.push_back(cur);
-    }
+      ++summed;
+    };
+    // One call for the whole chunk; blocks are summed in order either way.
+    fn(first * kBlockRows, std::min(last * kBlockRows, rows), [&](A** gamma, A** beta) {
+      if (cur != nullptr) complete();
+      cur = free_buffers.back();
+      free_buffers.pop_back();
+      *gamma = cur;
+      *beta = cur + h;
+    });
+    complete();
     // A short last chunk leaves several subtrees: fold them, smallest first.
     while (stack.size() > 1) {
       A* right = stack.back();

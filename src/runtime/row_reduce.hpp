@@ -19,10 +19,17 @@ namespace lngrad::runtime {
 inline constexpr std::int64_t kBlockRows = 32;
 inline constexpr std::int64_t kMaxChunks = 32;
 
-// fn(row_begin, row_end, acc_gamma, acc_beta) writes the rows' column sums
-// (h elements each). add(dst, src, n) is dst += src.
+// fn(row_begin, row_end, next) sums rows [row_begin, row_end) block by block,
+// kBlockRows rows each from row_begin (the last may be shorter): before a
+// block's first row it calls next(&gamma, &beta) for the buffers (h elements
+// each) it WRITES that block's column sums to, rows added in order. The next
+// call to next, or fn's return, says the block before is complete. One fn
+// call over many blocks lets a kernel run on across block boundaries.
+// add(dst, src, n) is dst += src.
 template <typename A>
-using RowsFn = FunctionRef<void(std::int64_t, std::int64_t, A*, A*)>;
+using NextBlockFn = FunctionRef<void(A**, A**)>;
+template <typename A>
+using RowsFn = FunctionRef<void(std::int64_t, std::int64_t, NextBlockFn<A>)>;
 template <typename A>
 using AddFn = void (*)(A*, const A*, std::int64_t);
 
