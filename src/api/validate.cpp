@@ -1,7 +1,6 @@
 #include "api/validate.hpp"
 
 #include <cmath>
-#include <limits>
 #include <sstream>
 
 #include "runtime/thread_pool.hpp"
@@ -22,12 +21,16 @@ std::int64_t Checker::tensor(const char* name, const ConstTensorView& view) cons
     fail(name, "rank at most " + std::to_string(kMaxRank), "rank " + std::to_string(s.rank()));
   }
   if (view.data == nullptr) fail(name, "a non-null data pointer", "null");
+  // Overflow-checked products rather than divisions: this runs for every
+  // tensor of every call, and small calls are timed in microseconds.
   std::int64_t count = 1;
-  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(dtype_size(view.dtype));
+  std::int64_t bytes = 0;
   for (int i = 0; i < s.rank(); ++i) {
     if (s[i] < 1) fail(name, "a non-empty tensor (every extent >= 1)", "shape " + s.str());
-    if (count > limit / s[i]) fail(name, "a byte size that fits in 64 bits", "shape " + s.str());
-    count *= s[i];
+    if (__builtin_mul_overflow(count, s[i], &count)) fail(name, "a byte size that fits in 64 bits", "shape " + s.str());
+  }
+  if (__builtin_mul_overflow(count, static_cast<std::int64_t>(dtype_size(view.dtype)), &bytes)) {
+    fail(name, "a byte size that fits in 64 bits", "shape " + s.str());
   }
   return count;
 }
