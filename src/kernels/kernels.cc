@@ -462,7 +462,7 @@ inline size_t group_rows(size_t row_pair_bytes) {
 // rarer, is a run-time branch, which keeps the number of instantiations (and
 // the build time of this file under the sanitizers) down.
 template <class DF, typename T, bool kPdX, bool kAcc>
-void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const BlockSums* sums) {
+void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const BlockSums* block_sums) {
   using A = hn::TFromD<DF>;
   const DF df;
   const size_t N = hn::Lanes(df);
@@ -605,7 +605,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // block boundaries, the fused loop included: one call per block left a
   // group unfused and a gamma reordering per block (2 threads, bfloat16
   // 16384x4096 +5%, 8192x1024 +20% with blocks of 128 rows instead of 32).
-  const int64_t block_rows = kAcc ? sums->block_rows : row_end - row_begin;
+  const int64_t block_rows = kAcc ? block_sums->block_rows : row_end - row_begin;
   int64_t block_end = row_begin;  // of the current block
   auto group_at = [&](int64_t r) {
     const int64_t end = r < block_end ? block_end : HWY_MIN(row_end, r + block_rows);
@@ -627,7 +627,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         if (g0 != row_begin) finish_block();
         void* g = nullptr;
         void* b = nullptr;
-        sums->next(&g, &b);
+        block_sums->next(&g, &b);
         acc_gamma = static_cast<A*>(g);
         acc_beta = static_cast<A*>(b);
         first_group = true;
