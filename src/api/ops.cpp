@@ -221,12 +221,12 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
               int threads, Stores stores, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   args.gamma = widen_param<A>(gamma, h, A(1), 0);
-  args.stream_pd_x =
-      stream_output(stores, args.pd_x, rows, h * static_cast<std::int64_t>(dtype_size(args.dtype)), 3);
+  const std::int64_t row_bytes = h * static_cast<std::int64_t>(dtype_size(args.dtype));
+  args.stream_pd_x = stream_output(stores, args.pd_x, rows, row_bytes, 3);
   const kernels::KernelTable& k = kernels::active();
   threads = runtime::effective_threads(threads, rows, h);
-  args.prefetch_rows = rows * h * 2 * static_cast<std::int64_t>(dtype_size(args.dtype)) >
-                       threads * runtime::core_cache_bytes();
+  args.prefetch_rows = rows * row_bytes * 2 > threads * runtime::core_cache_bytes();
+  args.beyond_llc = rows * row_bytes * 3 > runtime::last_level_cache_bytes();
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
     runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr); });
     return;

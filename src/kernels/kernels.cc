@@ -472,11 +472,15 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* acc_beta = nullptr;
   const A inv_h = A(1) / static_cast<A>(h);
   const bool fused = 2 * h * sizeof(T) >= kFuseBytes<T>;
-  // Fused float32 rows go in pairs: against 4, 2 threads, same process, pd_x
-  // streamed: +2% to +6% for H = 1024 .. 8192. (bfloat16 and float16 lose
-  // 4-10% with pairs; for shorter float32 rows the effect is mixed, -3% to +10%.)
+  // Fused float32 rows from beyond the LLC go in pairs: against 4, 2 threads,
+  // same process, pd_x streamed: +4% to +9% for 16384x4096 and 2048x4096,
+  // level for 8192x1024 and 512x12288. Inside the LLC 4 rows are faster: the
+  // column-sum partials, read and written from L2 once per group, cost a
+  // quarter of the fused loop with pairs (2 threads 1024x1024 +24%, 512x2048
+  // +13%, 256x4096 +9%; one thread in L2 +18% to +25%). (bfloat16 and float16
+  // lose 4-10% with pairs; for shorter float32 rows the effect is mixed.)
   size_t group = group_rows(2 * h * sizeof(T));
-  if (fused && sizeof(T) == 4) group = HWY_MIN(size_t{2}, group);
+  if (fused && sizeof(T) == 4 && args.beyond_llc) group = HWY_MIN(size_t{2}, group);
   const bool prefetch_later_group = !fused && args.prefetch_rows && h * sizeof(T) >= kPrefetchMinRowBytes;
   const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
   const T* dy_base = static_cast<const T*>(args.dy);

@@ -32,6 +32,7 @@ struct GradArgs {
   Dtype res_dtype = Dtype::float32;
   bool stream_pd_x = false;  // non-temporal stores: pd_x will not be read from cache soon
   bool prefetch_rows = false;  // dy and x come from beyond the core's cache: prefetch ahead
+  bool beyond_llc = false;     // dy, x and pd_x together exceed the last-level cache
 };
 
 struct BetaArgs {
