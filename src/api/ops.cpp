@@ -208,11 +208,15 @@ void sum_columns(std::int64_t rows, std::int64_t h, int threads,
 // 16-bit rows far slower streamed (bfloat16 65536x128: 2.5x, 4096x768:
 // -18%, 8192x1024: -7%) while 8 KiB rows still gained (+22%): such a pd_x
 // streams only for rows of 4 KiB or more.
+bool exceed_llc(std::int64_t rows, std::int64_t row_bytes, int tensors) {
+  return rows * row_bytes * tensors > runtime::last_level_cache_bytes();
+}
+
 bool stream_output(Stores stores, const void* out, std::int64_t rows, std::int64_t row_bytes, int tensors) {
   if (out == nullptr || stores == Stores::cached) return false;
   if (stores == Stores::streaming) return true;
   const bool on_a_line = reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
-  return rows * row_bytes * tensors > runtime::last_level_cache_bytes() && (on_a_line || row_bytes >= 4096);
+  return exceed_llc(rows, row_bytes, tensors) && (on_a_line || row_bytes >= 4096);
 }
 
 // Runs grad rows, with column sums when asked for.
@@ -226,7 +230,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
   const kernels::KernelTable& k = kernels::active();
   threads = runtime::effective_threads(threads, rows, h);
   args.prefetch_rows = rows * row_bytes * 2 > threads * runtime::core_cache_bytes();
-  args.beyond_llc = rows * row_bytes * 3 > runtime::last_level_cache_bytes();
+  args.beyond_llc = exceed_llc(rows, row_bytes, 3);
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
     runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr); });
     return;

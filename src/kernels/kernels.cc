@@ -425,10 +425,12 @@ template <typename T>
 constexpr size_t kPrefetchBytes = sizeof(T) == 2 ? 4096 : 2048;
 // float32 rows from beyond the core's cache also prefetch 8 KiB ahead into
 // the L2, where the hardware has more requests in flight than the L1 has:
-// against 2 KiB alone, 2 threads, same process, +18% to +37% for 8192x1024,
-// 2048x4096 and 512x12288, 16384x4096 level while memory ran slow (~60 GB/s).
-// (2 KiB into the L1 alone: 4-6 KiB gained as much on the 100 MB shapes but
-// lost 2-5% on 16384x4096; for 16-bit rows the L2 prefetch was level.)
+// against 2 KiB alone, 2 threads, same process, +10% to +21% for 2048x4096,
+// +3% to +14% for 8192x1024, +15% for 512x12288, +3% for 16384x4096 while
+// memory ran slow (~60 GB/s); alternating builds, +12% to +19% for
+// 16384x4096 while it ran fast. (The L1 prefetch alone at 4-6 KiB gained as
+// much on the 100 MB shapes but lost 2-5% on 16384x4096; for 16-bit rows
+// the L2 prefetch was level.)
 template <typename T>
 constexpr size_t kPrefetchL2Bytes = sizeof(T) == 4 ? 8192 : 0;
 
@@ -444,12 +446,12 @@ inline void PrefetchToL2(const void* p) {
 // Rows too short to fuse, from beyond the core's cache, prefetch a later
 // group's dy and x while pass 2 finishes the current one (the hardware
 // prefetcher alone leaves pass 1 waiting): 2 groups ahead when a group's row
-// tensor slice is under 8 KiB, else 1. 2 threads, same process, against
-// none: 4096x768 +13% to +20% (all three dtypes), 8192x512 +8% to +27%,
-// 16384x256 float32 +20% to +39%, bfloat16 +21% to +25%, 65536x128 float32
-// +4% to +10%. 16-bit rows under 512 bytes do not: bfloat16/float16
-// 65536x128 lost 1-8%. Data in the core's cache does not either: one thread,
-// hot, float32 64x768 lost 12%.
+// tensor slice is under 8 KiB, else 1. 2 threads, against none: float32
+// 4096x768 +6% to +9% (alternating builds; +2% to +8% in one process with
+// the rows flushed from the LLC), 16384x256 float32 +3% to +15%, bfloat16
+// 8192x512 -3% to +5%, bfloat16 4096x768 level to -5%. 16-bit rows under 512
+// bytes do not: bfloat16/float16 65536x128 lost 1-8%. Data in the core's
+// cache does not either: one thread, hot, float32 64x768 lost 12%.
 constexpr size_t kPrefetchGroupBytes = 8192;
 constexpr size_t kPrefetchMinRowBytes = 512;
 
@@ -607,8 +609,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   bool first_group = true;  // of the current block
   // Groups end where blocks of column sums end. The call runs on across
   // block boundaries, the fused loop included: one call per block left a
-  // group unfused and a gamma reordering per block (2 threads, bfloat16
-  // 16384x4096 +5%, 8192x1024 +20% with blocks of 128 rows instead of 32).
+  // group unfused and a gamma reordering per block (2 threads, alternating
+  // builds: 65536x128 +15%, bfloat16 4096x768 +10%, 16384x4096 16-bit +5% to
+  // +10%; in one process, calls of 128 rows against 32: bfloat16 8192x1024
+  // +13%).
   const int64_t block_rows = kAcc ? block_sums->block_rows : row_end - row_begin;
   int64_t block_end = row_begin;  // of the current block
   auto group_at = [&](int64_t r) {
@@ -761,11 +765,25 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     const size_t next_rows = fused && n0 < row_end ? group_at(n0) : 0;
     if (head != 0) rest_columns(0, head);
     const size_t row_vectors = h / N;
-    // Prefetches stay inside this call's rows.
-    const size_t prefetch_ahead = (kPrefetchBytes<T> + 2 * N * sizeof(T)) / sizeof(T);
+    // The lines `distance` bytes past pass 1's next two vectors at element
+    // `from` of dy and x (into the L2 or the L1); prefetches stay inside this
+    // call's rows.
     const size_t prefetch_limit = static_cast<size_t>(row_end) * h;
+    auto prefetch_ahead = [&](size_t from, size_t distance, bool to_l2) HWY_ATTR __attribute__((always_inline)) {
+      if (from + (distance + 2 * N * sizeof(T)) / sizeof(T) > prefetch_limit) return;
+      for (size_t b = distance; b < distance + 2 * N * sizeof(T); b += 64) {
+        const char* d = reinterpret_cast<const char*>(dy_base + from) + b;
+        const char* x = reinterpret_cast<const char*>(x_base + from) + b;
+        if (to_l2) {
+          PrefetchToL2(d);
+          PrefetchToL2(x);
+        } else {
+          hwy::Prefetch(d);
+          hwy::Prefetch(x);
+        }
+      }
+    };
     const bool prefetch_l2 = kPrefetchL2Bytes<T> != 0 && args.prefetch_rows;
-    const size_t prefetch_l2_ahead = (kPrefetchL2Bytes<T> + 2 * N * sizeof(T)) / sizeof(T);
     size_t t = 0;
     for (size_t q = 0; q < next_rows; ++q) {
       const size_t at = static_cast<size_t>(n0) * h + q * h;
@@ -783,18 +801,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       for (size_t i = 0; i < fused_steps; ++i, ++t) {
         whole_step(t);
         for (size_t p = 0; p < per_step; p += 2, j1 += 2 * N) {
-          if (at + j1 + prefetch_ahead <= prefetch_limit) {
-            for (size_t b = kPrefetchBytes<T>; b < kPrefetchBytes<T> + 2 * N * sizeof(T); b += 64) {
-              hwy::Prefetch(reinterpret_cast<const char*>(ndy + j1) + b);
-              hwy::Prefetch(reinterpret_cast<const char*>(nx + j1) + b);
-            }
-          }
-          if (prefetch_l2 && at + j1 + prefetch_l2_ahead <= prefetch_limit) {
-            for (size_t b = kPrefetchL2Bytes<T>; b < kPrefetchL2Bytes<T> + 2 * N * sizeof(T); b += 64) {
-              PrefetchToL2(reinterpret_cast<const char*>(ndy + j1) + b);
-              PrefetchToL2(reinterpret_cast<const char*>(nx + j1) + b);
-            }
-          }
+          prefetch_ahead(at + j1, kPrefetchBytes<T>, false);
+          if (prefetch_l2) prefetch_ahead(at + j1, kPrefetchL2Bytes<T>, true);
           stats_pair(ndy, nx, j1, vmean, sums);
         }
       }
