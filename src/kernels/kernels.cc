@@ -266,8 +266,8 @@ template <class DF>
 HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> EncodePair(DF df, hn::Vec<DF> even, hn::Vec<DF> odd,
                                                              NativeBf16* /* tag */) {
   constexpr int kSubnormal = 0x20;  // as in Encode
-  if (HWY_UNLIKELY((_mm512_fpclass_ps_mask(even.raw, kSubnormal) | _mm512_fpclass_ps_mask(odd.raw, kSubnormal)) !=
-                   0)) {
+  if (HWY_UNLIKELY(!_kortestz_mask16_u8(_mm512_fpclass_ps_mask(even.raw, kSubnormal),
+                                         _mm512_fpclass_ps_mask(odd.raw, kSubnormal)))) {
     return EncodePair(df, even, odd, static_cast<bf16*>(nullptr));
   }
   __m512i halves;  // even's 16 results, then odd's
@@ -451,7 +451,11 @@ inline void PrefetchToL2(const void* p) {
 // the rows flushed from the LLC), 16384x256 float32 +3% to +15%, bfloat16
 // 8192x512 -3% to +5%, bfloat16 4096x768 level to -5%. 16-bit rows under 512
 // bytes do not: bfloat16/float16 65536x128 lost 1-8%. Data in the core's
-// cache does not either: one thread, hot, float32 64x768 lost 12%.
+// cache does not either: one thread, hot, float32 64x768 lost 12%. Nor do
+// 16-bit rows while the tensors fit the LLC (2 threads, same process, first
+// variant discarded, 3 runs: bfloat16 8192x512 +2% to +3%, float16 4096x768
+// -2% to +5%, bfloat16 4096x768 -3% to +4%); float32 rows there were mixed
+// (2048x768 +8%, 8192x256 -7% to +2%) and keep it.
 constexpr size_t kPrefetchGroupBytes = 8192;
 constexpr size_t kPrefetchMinRowBytes = 512;
 
@@ -483,7 +487,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // lose 4-10% with pairs; for shorter float32 rows the effect is mixed.)
   size_t group = group_rows(2 * h * sizeof(T));
   if (fused && sizeof(T) == 4 && args.beyond_llc) group = HWY_MIN(size_t{2}, group);
-  const bool prefetch_later_group = !fused && args.prefetch_rows && h * sizeof(T) >= kPrefetchMinRowBytes;
+  const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) == 4 || args.beyond_llc) &&
+                                    h * sizeof(T) >= kPrefetchMinRowBytes;
   const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
   const T* dy_base = static_cast<const T*>(args.dy);
   const T* x_base = static_cast<const T*>(args.x);
@@ -593,6 +598,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // res_for_gamma is stored as T, or for 16-bit T as float32 when asked
   // (the accumulator type, so the same store as for float32 T).
   void* const res_out = args.res_for_gamma;
+  T* const pd_x_base = static_cast<T*>(args.pd_x);  // a local: stores would make args' reload per row
   const bool res_f32 = args.res_dtype == Dtype::float32;
   // pd_x of one vector of row c, and res_for_gamma (xhat) in res.
   auto row_vector = [&](const Row& c, V d, V x, V gam, V& res) HWY_ATTR __attribute__((always_inline)) {
@@ -671,7 +677,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         V res_v;
         const auto out = row_vector(coef[k], d, LoadPart(df, x_base + at, n, full), gam, res_v);
         if constexpr (kPdX) {
-          T* pd_x = static_cast<T*>(args.pd_x) + at;
+          T* pd_x = pd_x_base + at;
           if (!full) {
             StoreTail(df, out, pd_x, n);
           } else if (stream_now) {
@@ -720,7 +726,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           LoadPairAs(df, x_base + at, x_e, x_o);
           const auto out_e = row_vector(coef[k], d_e, x_e, gam_e, res_e);
           const auto out_o = row_vector(coef[k], d_o, x_o, gam_o, res_o);
-          if constexpr (kPdX) StorePairAs(df, out_e, out_o, static_cast<T*>(args.pd_x) + at, stream_now);
+          if constexpr (kPdX) StorePairAs(df, out_e, out_o, pd_x_base + at, stream_now);
           if (res_out != nullptr) {
             if (res_f32) {
               StorePairNatural(df, res_e, res_o, pair_order, static_cast<A*>(res_out) + at);
