@@ -846,10 +846,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // A group of 4 rows (the usual size, see group_rows) has its row count
     // compiled in: the rows' coefficients then stay in registers across the
     // steps instead of being broadcast from memory per row and step. One
-    // thread, hot: float32 512x128 +5% to +12%, 4x768 +3% to +11%, 16x4096
-    // +4% to +9%, bfloat16 16x4096 +2% to +5%. Groups of 8 rows have too many
-    // coefficients for the registers (float32 64x768 -5%), and of 2 gained
-    // nothing.
+    // thread, hot, with ForEachRow: float32 512x128 +12% to +15%, 4x768
+    // +12%, 16x4096 +21% (64x768, groups of 8, +11% from ForEachRow alone);
+    // bfloat16 64x768 +4% to +6%, 16x4096 level. Groups of 8 rows have too
+    // many coefficients for the registers (float32 64x768 -5% compiled in),
+    // and of 2 gained nothing.
     if (rows == 4) {
       whole_steps(std::integral_constant<size_t, 4>());
     } else {
