@@ -800,7 +800,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     };
     const bool prefetch_l2 = kPrefetchL2Bytes<T> != 0 && args.prefetch_rows;
     // The whole steps of pass 2 (with pass 1 of the next rows when fused).
-    auto whole_steps = [&](auto row_count) HWY_ATTR {
+    auto whole_steps = [&](auto row_count) HWY_ATTR __attribute__((always_inline)) {
       size_t t = 0;
       for (size_t q = 0; q < next_rows; ++q) {
         const size_t at = static_cast<size_t>(n0) * h + q * h;
