@@ -505,7 +505,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // lose 4-10% with pairs; for shorter float32 rows the effect is mixed.)
   size_t group = group_rows(2 * h * sizeof(T));
   if (fused && sizeof(T) == 4 && args.beyond_llc) group = HWY_MIN(size_t{2}, group);
-  const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) == 4 || args.beyond_llc) &&
+  const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) != 2 || args.beyond_llc) &&
                                     h * sizeof(T) >= kPrefetchMinRowBytes;
   const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
   const T* dy_base = static_cast<const T*>(args.dy);
