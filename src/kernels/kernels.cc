@@ -800,6 +800,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     };
     const bool prefetch_l2 = kPrefetchL2Bytes<T> != 0 && args.prefetch_rows;
     // The whole steps of pass 2 (with pass 1 of the next rows when fused).
+    // always_inline: as a call of its own it read every capture through its
+    // closure, again after each (possibly aliasing) store (4x768 float32 call
+    // 0.65 -> 0.92 us).
     auto whole_steps = [&](auto row_count) HWY_ATTR __attribute__((always_inline)) {
       size_t t = 0;
       for (size_t q = 0; q < next_rows; ++q) {
