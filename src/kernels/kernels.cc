@@ -419,18 +419,22 @@ constexpr size_t kFuseBytes = sizeof(T) == 2 ? kFuseRowPairBytes / 2 : kFuseRowP
 // between them (fused without it measured 10-30% slower than unfused).
 // 16-bit rows go 4 KiB ahead: against 2 KiB, 2 threads, alternating builds,
 // +5-7% for 8192x1024 and 2048x4096, +1-3% for 512x12288, -2..+4% for
-// 16384x4096 (bfloat16 and float16). float32 rows stay at 2 KiB: 4 KiB gained
-// 2-15% on 100 MB shapes but lost 3-4% on 16384x4096, every time.
+// 16384x4096 (bfloat16 and float16). float32 rows go 4 KiB ahead when the
+// tensors exceed the LLC, with the L2 prefetch below (2 threads, same
+// process, memory running fast: +15% to +25% for 16384x4096, 2048x4096,
+// 4096x2048, 8192x1024 and 512x12288; one thread +24%) and 2 KiB inside it
+// (4 KiB: 1024x2048 -6%, 256x4096 -8%). 5-6 KiB measured within 3% of 4.
 template <typename T>
-constexpr size_t kPrefetchBytes = sizeof(T) == 2 ? 4096 : 2048;
+constexpr size_t PrefetchBytes(bool beyond_llc) {
+  return sizeof(T) == 2 || (sizeof(T) == 4 && beyond_llc) ? 4096 : 2048;
+}
 // float32 rows from beyond the core's cache also prefetch 8 KiB ahead into
 // the L2, where the hardware has more requests in flight than the L1 has:
-// against 2 KiB alone, 2 threads, same process, +10% to +21% for 2048x4096,
-// +3% to +14% for 8192x1024, +15% for 512x12288, +3% for 16384x4096 while
-// memory ran slow (~60 GB/s); alternating builds, +12% to +19% for
-// 16384x4096 while it ran fast. (The L1 prefetch alone at 4-6 KiB gained as
-// much on the 100 MB shapes but lost 2-5% on 16384x4096; for 16-bit rows
-// the L2 prefetch was level.)
+// against the 2 KiB L1 prefetch alone, 2 threads, same process, +10% to
+// +21% for 2048x4096, +3% to +14% for 8192x1024, +15% for 512x12288, +3%
+// for 16384x4096 while memory ran slow (~60 GB/s); alternating builds, +12%
+// to +19% for 16384x4096 while it ran fast. With the 4 KiB L1 prefetch it
+// adds 0-2%. (For 16-bit rows the L2 prefetch was level.)
 template <typename T>
 constexpr size_t kPrefetchL2Bytes = sizeof(T) == 4 ? 8192 : 0;
 
@@ -799,6 +803,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       }
     };
     const bool prefetch_l2 = kPrefetchL2Bytes<T> != 0 && args.prefetch_rows;
+    const size_t prefetch_l1_bytes = PrefetchBytes<T>(args.beyond_llc);
     // The whole steps of pass 2 (with pass 1 of the next rows when fused).
     // always_inline: as a call of its own it read every capture through its
     // closure, again after each (possibly aliasing) store (4x768 float32 call
@@ -821,7 +826,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         for (size_t i = 0; i < fused_steps; ++i, ++t) {
           whole_step(t, row_count);
           for (size_t p = 0; p < per_step; p += 2, j1 += 2 * N) {
-            prefetch_ahead(at + j1, kPrefetchBytes<T>, false);
+            prefetch_ahead(at + j1, prefetch_l1_bytes, false);
             if (prefetch_l2) prefetch_ahead(at + j1, kPrefetchL2Bytes<T>, true);
             stats_pair(ndy, nx, j1, vmean, sums);
           }
