@@ -421,9 +421,11 @@ constexpr size_t kFuseBytes = sizeof(T) == 2 ? kFuseRowPairBytes / 2 : kFuseRowP
 // +5-7% for 8192x1024 and 2048x4096, +1-3% for 512x12288, -2..+4% for
 // 16384x4096 (bfloat16 and float16). float32 rows go 4 KiB ahead when the
 // tensors exceed the LLC, with the L2 prefetch below (2 threads, same
-// process, memory running fast: +15% to +25% for 16384x4096, 2048x4096,
-// 4096x2048, 8192x1024 and 512x12288; one thread +24%) and 2 KiB inside it
-// (4 KiB: 1024x2048 -6%, 256x4096 -8%). 5-6 KiB measured within 3% of 4.
+// process, memory running fast (triad ~105 GB/s): +15% to +25% for
+// 16384x4096, 2048x4096, 4096x2048, 8192x1024 and 512x12288, one thread
+// +24%; running slow (~56 GB/s): +5% to +17% for the others, 16384x4096 -3%)
+// and 2 KiB inside it (4 KiB: 1024x2048 -6%, 256x4096 -8%). 3 KiB lost 9% of
+// the gain while memory ran fast; 5-6 KiB measured within 3% of 4.
 template <typename T>
 constexpr size_t PrefetchBytes(bool beyond_llc) {
   return sizeof(T) == 2 || (sizeof(T) == 4 && beyond_llc) ? 4096 : 2048;
