@@ -502,15 +502,20 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* acc_beta = nullptr;
   const A inv_h = A(1) / static_cast<A>(h);
   const bool fused = 2 * h * sizeof(T) >= kFuseBytes<T>;
-  // Fused float32 rows from beyond the LLC go in pairs: against 4, 2 threads,
-  // same process, pd_x streamed: +4% to +9% for 16384x4096 and 2048x4096,
-  // level for 8192x1024 and 512x12288. Inside the LLC 4 rows are faster: the
-  // column-sum partials, read and written from L2 once per group, cost a
-  // quarter of the fused loop with pairs (2 threads 1024x1024 +24%, 512x2048
-  // +13%, 256x4096 +9%; one thread in L2 +18% to +25%). (bfloat16 and float16
-  // lose 4-10% with pairs; for shorter float32 rows the effect is mixed.)
+  // float32 rows of 256 bytes or more from beyond the LLC go in pairs.
+  // Fused, against 4, 2 threads, same process, pd_x streamed: +4% to +9% for
+  // 16384x4096 and 2048x4096, level for 8192x1024 and 512x12288. Unfused,
+  // against 8 (4 under 1 KiB), 2 threads, same process, the caches flushed
+  // before every 9 calls: +13% to +18% for 4096x768, 8192x768, 8192x512 and
+  // 6144x640, +11% for 32768x256, +5% to +8% for 65536x128 and 131072x64 (one
+  // thread 4096x768 +28%); 128-byte rows lose 9-14% (262144x32). Inside the
+  // LLC the larger groups are faster: the column-sum partials, read and
+  // written once per group, cost a quarter of the fused loop with pairs
+  // (2 threads 1024x1024 +24%, 512x2048 +13%, 256x4096 +9%; one thread in L2
+  // +18% to +25%; unfused 2048x768 -7%). (bfloat16 and float16 lose 4-10%
+  // with pairs.)
   size_t group = group_rows(2 * h * sizeof(T));
-  if (fused && sizeof(T) == 4 && args.beyond_llc) group = HWY_MIN(size_t{2}, group);
+  if (sizeof(T) == 4 && args.beyond_llc && h * sizeof(T) >= 256) group = HWY_MIN(size_t{2}, group);
   const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) != 2 || args.beyond_llc) &&
                                     h * sizeof(T) >= kPrefetchMinRowBytes;
   const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
