@@ -423,7 +423,8 @@ constexpr size_t kFuseBytes = sizeof(T) == 2 ? kFuseRowPairBytes / 2 : kFuseRowP
 // tensors exceed the LLC, with the L2 prefetch below (2 threads, same
 // process, memory running fast (triad ~105 GB/s): +15% to +25% for
 // 16384x4096, 2048x4096, 4096x2048, 8192x1024 and 512x12288, one thread
-// +24%; running slow (~56 GB/s): +5% to +17% for the others, 16384x4096 -3%)
+// +24%; running slow (~56 GB/s): +5% to +17% for 2048x4096, 8192x1024 and
+// 512x12288, 16384x4096 -3%)
 // and 2 KiB inside it (4 KiB: 1024x2048 -6%, 256x4096 -8%). 3 KiB lost 9% of
 // the gain while memory ran fast; 5-6 KiB measured within 3% of 4.
 template <typename T>
@@ -512,12 +513,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // LLC the larger groups are faster: the column-sum partials, read and
   // written once per group, cost a quarter of the fused loop with pairs
   // (2 threads 1024x1024 +24%, 512x2048 +13%, 256x4096 +9%; one thread in L2
-  // +18% to +25%; unfused 2048x768 -7%). (bfloat16 and float16 lose 4-10%
-  // with pairs.)
+  // +18% to +25%; unfused 2048x768 -7%). (Fused bfloat16 and float16 rows
+  // lose 4-10% with pairs.)
   size_t group = group_rows(2 * h * sizeof(T));
   if (sizeof(T) == 4 && args.beyond_llc && h * sizeof(T) >= 256) group = HWY_MIN(size_t{2}, group);
-  // bfloat16 rows too short to fuse go in 8s (read in pairs of vectors, they
-  // keep fewer values per row in registers). Against 4, 2 threads, same
+  // bfloat16 rows too short to fuse go in 8s. Against 4, 2 threads, same
   // process, caches flushed before every 9 calls: +24% for 16384x256, +8% to
   // +14% for 2048x768 .. 8192x768, +2% for 8192x512; from the LLC -5% to +9%
   // (1024x512 .. 16384x256). float16 rows of 256-512 elements lose 7-9%.
