@@ -424,9 +424,9 @@ constexpr size_t kFuseBytes = sizeof(T) == 2 ? kFuseRowPairBytes / 2 : kFuseRowP
 // process, memory running fast (triad ~105 GB/s): +15% to +25% for
 // 16384x4096, 2048x4096, 4096x2048, 8192x1024 and 512x12288, one thread
 // +24%; running slow (~56 GB/s): +5% to +17% for 2048x4096, 8192x1024 and
-// 512x12288, 16384x4096 -3%)
-// and 2 KiB inside it (4 KiB: 1024x2048 -6%, 256x4096 -8%). 3 KiB lost 9% of
-// the gain while memory ran fast; 5-6 KiB measured within 3% of 4.
+// 512x12288, 16384x4096 -3%) and 2 KiB inside it (4 KiB: 1024x2048 -6%,
+// 256x4096 -8%). 3 KiB lost 9% of the gain while memory ran fast; 5-6 KiB
+// measured within 3% of 4.
 template <typename T>
 constexpr size_t PrefetchBytes(bool beyond_llc) {
   return sizeof(T) == 2 || (sizeof(T) == 4 && beyond_llc) ? 4096 : 2048;
@@ -489,6 +489,31 @@ inline size_t group_rows(size_t row_pair_bytes) {
   return HWY_MAX(size_t{1}, HWY_MIN(preferred, kGroupBytes / row_pair_bytes));
 }
 
+// Rows per group of layer_norm_grad: group_rows, but for two kinds of rows.
+template <typename T>
+size_t GradGroupRows(size_t h, bool fused, bool beyond_llc) {
+  // bfloat16 rows too short to fuse go in 8s. Against 4, 2 threads, same
+  // process, caches flushed before every 9 calls: +24% for 16384x256, +8% to
+  // +14% for 2048x768 .. 8192x768, +2% for 8192x512; from the LLC -5% to +9%
+  // (1024x512 .. 16384x256). float16 rows of 256-512 elements lose 7-9%.
+  if (kInPairs<T> && !fused) return kGroupRows;
+  const size_t group = group_rows(2 * h * sizeof(T));
+  // float32 rows of 256 bytes or more from beyond the LLC go in pairs.
+  // Fused, against 4, 2 threads, same process, pd_x streamed: +4% to +9% for
+  // 16384x4096 and 2048x4096, level for 8192x1024 and 512x12288. Unfused,
+  // against 8 (4 under 1 KiB), 2 threads, same process, the caches flushed
+  // before every 9 calls: +13% to +18% for 4096x768, 8192x768, 8192x512 and
+  // 6144x640, +11% for 32768x256, +5% to +8% for 65536x128 and 131072x64 (one
+  // thread 4096x768 +28%); 128-byte rows lose 9-14% (262144x32). Inside the
+  // LLC the larger groups are faster: the column-sum partials, read and
+  // written once per group, cost a quarter of the fused loop with pairs
+  // (2 threads 1024x1024 +24%, 512x2048 +13%, 256x4096 +9%; one thread in L2
+  // +18% to +25%; unfused 2048x768 -7%). (Fused bfloat16 and float16 rows
+  // lose 4-10% with pairs.)
+  if (sizeof(T) == 4 && beyond_llc && h * sizeof(T) >= 256) return HWY_MIN(size_t{2}, group);
+  return group;
+}
+
 // kPdX and kAcc (the column sums) select compiled variants; res_for_gamma,
 // rarer, is a run-time branch, which keeps the number of instantiations (and
 // the build time of this file under the sanitizers) down.
@@ -503,28 +528,12 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* acc_beta = nullptr;
   const A inv_h = A(1) / static_cast<A>(h);
   const bool fused = 2 * h * sizeof(T) >= kFuseBytes<T>;
-  // float32 rows of 256 bytes or more from beyond the LLC go in pairs.
-  // Fused, against 4, 2 threads, same process, pd_x streamed: +4% to +9% for
-  // 16384x4096 and 2048x4096, level for 8192x1024 and 512x12288. Unfused,
-  // against 8 (4 under 1 KiB), 2 threads, same process, the caches flushed
-  // before every 9 calls: +13% to +18% for 4096x768, 8192x768, 8192x512 and
-  // 6144x640, +11% for 32768x256, +5% to +8% for 65536x128 and 131072x64 (one
-  // thread 4096x768 +28%); 128-byte rows lose 9-14% (262144x32). Inside the
-  // LLC the larger groups are faster: the column-sum partials, read and
-  // written once per group, cost a quarter of the fused loop with pairs
-  // (2 threads 1024x1024 +24%, 512x2048 +13%, 256x4096 +9%; one thread in L2
-  // +18% to +25%; unfused 2048x768 -7%). (Fused bfloat16 and float16 rows
-  // lose 4-10% with pairs.)
-  size_t group = group_rows(2 * h * sizeof(T));
-  if (sizeof(T) == 4 && args.beyond_llc && h * sizeof(T) >= 256) group = HWY_MIN(size_t{2}, group);
-  // bfloat16 rows too short to fuse go in 8s. Against 4, 2 threads, same
-  // process, caches flushed before every 9 calls: +24% for 16384x256, +8% to
-  // +14% for 2048x768 .. 8192x768, +2% for 8192x512; from the LLC -5% to +9%
-  // (1024x512 .. 16384x256). float16 rows of 256-512 elements lose 7-9%.
-  if (kInPairs<T> && !fused) group = kGroupRows;
+  const size_t group = GradGroupRows<T>(h, fused, args.beyond_llc);
   const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) != 2 || args.beyond_llc) &&
                                     h * sizeof(T) >= kPrefetchMinRowBytes;
   const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
+  const size_t prefetch_l1_bytes = PrefetchBytes<T>(args.beyond_llc);  // fused pass 1
+  const bool prefetch_l2 = kPrefetchL2Bytes<T> != 0 && args.prefetch_rows;
   const T* dy_base = static_cast<const T*>(args.dy);
   const T* x_base = static_cast<const T*>(args.x);
   constexpr bool kPairs = kInPairs<T>;
@@ -815,8 +824,6 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         }
       }
     };
-    const bool prefetch_l2 = kPrefetchL2Bytes<T> != 0 && args.prefetch_rows;
-    const size_t prefetch_l1_bytes = PrefetchBytes<T>(args.beyond_llc);
     // The whole steps of pass 2 (with pass 1 of the next rows when fused).
     // always_inline: as a call of its own it read every capture through its
     // closure, again after each (possibly aliasing) store (4x768 float32 call
@@ -864,7 +871,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       }
       for (; t < steps; ++t) whole_step(t, row_count);
     };
-    // A group of 4 rows (the usual size, see group_rows) has its row count
+    // A group of 4 rows (group_rows' size for most rows) has its row count
     // compiled in: the rows' coefficients then stay in registers across the
     // steps instead of being broadcast from memory per row and step. One
     // thread, hot, with ForEachRow: float32 512x128 +12% to +15%, 4x768
