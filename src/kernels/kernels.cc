@@ -489,6 +489,26 @@ inline size_t group_rows(size_t row_pair_bytes) {
   return HWY_MAX(size_t{1}, HWY_MIN(preferred, kGroupBytes / row_pair_bytes));
 }
 
+// With vectors narrower than a cache line (AVX2 and below), pass 2 comes
+// back to each line of a group's rows at the next column step, so the
+// group's lines at one column must stay in the L1 between the two visits.
+// Rows a multiple of 4 KiB apart share one L1 set (8 ways on the machines
+// measured) in each of dy, x and pd_x, and streamed stores to such rows also
+// stall behind one another. AliasFreeRows is the most rows, up to `rows`,
+// that go in a group of rows `stride` bytes apart with no two of them within
+// two lines of each other modulo 4 KiB. AMD EPYC (Zen 3), AVX2, 2 threads,
+// float32, streamed pd_x: 16384x4096, 8192x1024, 2048x4096 and 512x12288 in
+// groups of 1 instead of 2 ran 3-4x faster (4.4 -> 14-17 GB/s).
+inline size_t AliasFreeRows(size_t stride, size_t rows) {
+  constexpr size_t kPage = 4096;
+  constexpr size_t kMinApart = 128;
+  for (size_t g = 2; g <= rows; ++g) {
+    const size_t d = (g - 1) * stride % kPage;  // rows g-1 apart; nearer pairs were checked before
+    if (HWY_MIN(d, kPage - d) < kMinApart) return g - 1;
+  }
+  return rows;
+}
+
 // Rows per group of layer_norm_grad: group_rows, but for two kinds of rows.
 template <typename T>
 size_t GradGroupRows(size_t h, bool fused, bool beyond_llc) {
@@ -528,7 +548,15 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* acc_beta = nullptr;
   const A inv_h = A(1) / static_cast<A>(h);
   const bool fused = 2 * h * sizeof(T) >= kFuseBytes<T>;
-  const size_t group = GradGroupRows<T>(h, fused, args.beyond_llc);
+  // Narrow vectors (see AliasFreeRows): float32 and float64 rows that would
+  // alias go in smaller groups; 16-bit rows, with more arithmetic per byte,
+  // keep their group (2 threads, cached stores, bfloat16 16384x4096,
+  // 8192x1024, 2048x4096: +5% to +25% against alias-free groups) and instead
+  // take cached stores below.
+  const bool narrow = N * sizeof(A) < 64;
+  size_t group = GradGroupRows<T>(h, fused, args.beyond_llc);
+  const size_t alias_free = narrow ? AliasFreeRows(h * sizeof(T), group) : group;
+  if (sizeof(T) >= 4) group = alias_free;
   const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) != 2 || args.beyond_llc) &&
                                     h * sizeof(T) >= kPrefetchMinRowBytes;
   const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
@@ -553,7 +581,12 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 
   // Streamed pd_x: whole steps from a head of cached stores on.
   size_t head = 0;
-  const bool stream = StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
+  // Streamed stores of under 32 bytes (float16 on AVX2: 16), or to rows of a
+  // group that alias, lose on narrow-vector targets: Zen 3, 2 threads,
+  // float16 65536x128 3.9 GB/s streamed against 7.7 cached; bfloat16 in
+  // groups of 1 from beyond the LLC -15% to -20%.
+  const bool may_stream = !narrow || sizeof(T) >= 4 || (alias_free == group && W * sizeof(T) >= 32);
+  const bool stream = StreamRows(kPdX && args.stream_pd_x && may_stream, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
   if constexpr (kPairs) {  // pass 2's pairs then start at the head
     if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
   }
@@ -878,9 +911,14 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // +12%, 16x4096 +21% (64x768, groups of 8, +11% from ForEachRow alone);
     // bfloat16 64x768 +4% to +6%, 16x4096 level. Groups of 8 rows have too
     // many coefficients for the registers (float32 64x768 -5% compiled in),
-    // and of 2 gained nothing.
+    // and of 2 gained nothing. A single row (AliasFreeRows' groups on AVX2)
+    // is compiled in too: as a run-time count of 1 the loop dispatched on it
+    // at every step (Zen 3, float32, same process: 2 threads 16384x4096 +16%,
+    // 8192x1024 +30%; one thread, hot, 16x4096 +36%).
     if (rows == 4) {
       whole_steps(std::integral_constant<size_t, 4>());
+    } else if (rows == 1) {
+      whole_steps(std::integral_constant<size_t, 1>());
     } else {
       whole_steps(rows);
     }
