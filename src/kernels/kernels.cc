@@ -496,12 +496,13 @@ inline size_t group_rows(size_t row_pair_bytes) {
 // measured) in each of dy, x and pd_x, and streamed stores to such rows also
 // stall behind one another. AliasFreeRows is the most rows, up to `rows`,
 // that go in a group of rows `stride` bytes apart with no two of them within
-// two lines of each other modulo 4 KiB. AMD EPYC (Zen 3), AVX2, 2 threads,
+// a line of each other modulo 4 KiB. AMD EPYC (Zen 3), AVX2, 2 threads,
 // float32, streamed pd_x: 16384x4096, 8192x1024, 2048x4096 and 512x12288 in
-// groups of 1 instead of 2 ran 3-4x faster (4.4 -> 14-17 GB/s).
+// groups of 1 instead of 2 ran 3-4x faster (4.4 -> 14-17 GB/s), 8192x512 in
+// pairs 2.4x faster than in 4s.
 inline size_t AliasFreeRows(size_t stride, size_t rows) {
   constexpr size_t kPage = 4096;
-  constexpr size_t kMinApart = 128;
+  constexpr size_t kMinApart = 64;
   for (size_t g = 2; g <= rows; ++g) {
     const size_t d = (g - 1) * stride % kPage;  // rows g-1 apart; nearer pairs were checked before
     if (HWY_MIN(d, kPage - d) < kMinApart) return g - 1;
@@ -509,9 +510,36 @@ inline size_t AliasFreeRows(size_t stride, size_t rows) {
   return rows;
 }
 
+// Whether layer_norm_grad's rows of h elements fuse (see kFuseBytes). With
+// narrow vectors 16-bit rows do not: pass 2 of bfloat16/float16 pairs and
+// pass 1's six sums do not fit AVX2's 16 registers together (Zen 3, 2
+// threads, against fused: +5% to +30% for 16384x4096, 8192x1024 and
+// 512x12288; one thread in L2, 64x2048, +30%).
+template <typename T>
+bool GradFused(size_t h, bool narrow) {
+  return (sizeof(T) != 2 || !narrow) && 2 * h * sizeof(T) >= kFuseBytes<T>;
+}
+
+// Rows per group of layer_norm_grad with narrow vectors (AVX2 and below),
+// measured on Zen 3 with 2 threads: 16-bit rows of 1024 elements or more
+// (unfused there) go in pairs (against 8 for bfloat16, 4 for float16: +0% to
+// +27%, even where the pair aliases, which then takes cached stores); rows
+// whose dy and x take under 1 KiB in 4s (65536x128: bfloat16 +31% to +40%
+// against 8, float32 +14% against 2); otherwise group_rows' choice or 8 for
+// bfloat16, float32 and float64 then cut to alias-free rows (float32 from
+// beyond the LLC: 4096x768 +24% and 16384x256 +11% in 4s against pairs).
+template <typename T>
+size_t NarrowGroupRows(size_t h) {
+  if (sizeof(T) == 2 && h >= 1024) return 2;
+  const size_t row_pair_bytes = 2 * h * sizeof(T);
+  const size_t group = row_pair_bytes < 1024 ? 4 : kInPairs<T> ? kGroupRows : group_rows(row_pair_bytes);
+  return sizeof(T) == 2 ? group : AliasFreeRows(h * sizeof(T), group);
+}
+
 // Rows per group of layer_norm_grad: group_rows, but for two kinds of rows.
 template <typename T>
-size_t GradGroupRows(size_t h, bool fused, bool beyond_llc) {
+size_t GradGroupRows(size_t h, bool fused, bool beyond_llc, bool narrow) {
+  if (narrow) return NarrowGroupRows<T>(h);
   // bfloat16 rows too short to fuse go in 8s. Against 4, 2 threads, same
   // process, caches flushed before every 9 calls: +24% for 16384x256, +8% to
   // +14% for 2048x768 .. 8192x768, +2% for 8192x512; from the LLC -5% to +9%
@@ -547,16 +575,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* acc_gamma = nullptr;  // the current block's column sums
   A* acc_beta = nullptr;
   const A inv_h = A(1) / static_cast<A>(h);
-  const bool fused = 2 * h * sizeof(T) >= kFuseBytes<T>;
-  // Narrow vectors (see AliasFreeRows): float32 and float64 rows that would
-  // alias go in smaller groups; 16-bit rows, with more arithmetic per byte,
-  // keep their group (2 threads, cached stores, bfloat16 16384x4096,
-  // 8192x1024, 2048x4096: +5% to +25% against alias-free groups) and instead
-  // take cached stores below.
-  const bool narrow = N * sizeof(A) < 64;
-  size_t group = GradGroupRows<T>(h, fused, args.beyond_llc);
-  const size_t alias_free = narrow ? AliasFreeRows(h * sizeof(T), group) : group;
-  if (sizeof(T) >= 4) group = alias_free;
+  const bool narrow = N * sizeof(A) < 64;  // see AliasFreeRows
+  const bool fused = GradFused<T>(h, narrow);
+  const size_t group = GradGroupRows<T>(h, fused, args.beyond_llc, narrow);
   const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) != 2 || args.beyond_llc) &&
                                     h * sizeof(T) >= kPrefetchMinRowBytes;
   const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
@@ -581,11 +602,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 
   // Streamed pd_x: whole steps from a head of cached stores on.
   size_t head = 0;
-  // Streamed stores of under 32 bytes (float16 on AVX2: 16), or to rows of a
-  // group that alias, lose on narrow-vector targets: Zen 3, 2 threads,
-  // float16 65536x128 3.9 GB/s streamed against 7.7 cached; bfloat16 in
-  // groups of 1 from beyond the LLC -15% to -20%.
-  const bool may_stream = !narrow || sizeof(T) >= 4 || (alias_free == group && W * sizeof(T) >= 32);
+  // With narrow vectors, streamed stores of under 32 bytes (float16 on AVX2:
+  // 16) and to the aliasing pairs of 16-bit rows lose: Zen 3, 2 threads,
+  // float16 65536x128 3.9 GB/s streamed against 7.7 cached.
+  const bool may_stream = !narrow || sizeof(T) >= 4 ||
+                          (AliasFreeRows(h * sizeof(T), group) == group && W * sizeof(T) >= 32);
   const bool stream = StreamRows(kPdX && args.stream_pd_x && may_stream, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
   if constexpr (kPairs) {  // pass 2's pairs then start at the head
     if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
