@@ -755,7 +755,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
     // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
     // dy or x itself (in-place).
-    auto columns = [&](size_t j0, size_t n, bool full, bool stream_now, auto row_count) HWY_ATTR
+    auto columns = [&](size_t j0, size_t n, bool full, auto stream_now, auto row_count) HWY_ATTR
                        __attribute__((always_inline)) {
       auto sum_g = hn::Zero(df), sum_b = hn::Zero(df);
       if (kAcc && !first_group) {
@@ -797,7 +797,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     };
     // A whole step of bfloat16 rows: elements [j0, j0 + 2N) in pairs
     // (compiled for bfloat16 only).
-    auto pair_columns = [&](size_t j0, bool stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
+    auto pair_columns = [&](size_t j0, auto stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
       if constexpr (kPairs) {
         auto sum_ge = hn::Zero(df), sum_go = hn::Zero(df), sum_be = hn::Zero(df), sum_bo = hn::Zero(df);
         if (kAcc && !first_group) {
@@ -839,11 +839,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       }
     };
     // Whole step t (of W elements) after the head.
-    auto whole_step = [&](size_t t, auto row_count) HWY_ATTR __attribute__((always_inline)) {
+    auto whole_step = [&](size_t t, auto stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
       if constexpr (kPairs) {
-        pair_columns(head + t * W, stream, row_count);
+        pair_columns(head + t * W, stream_now, row_count);
       } else {
-        columns(head + t * N, N, true, stream, row_count);
+        columns(head + t * N, N, true, stream_now, row_count);
       }
     };
     // Head and tail (partial vectors) share one copy of the column step.
@@ -882,7 +882,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // always_inline: as a call of its own it read every capture through its
     // closure, again after each (possibly aliasing) store (4x768 float32 call
     // 0.65 -> 0.92 us).
-    auto whole_steps = [&](auto row_count) HWY_ATTR __attribute__((always_inline)) {
+    auto whole_steps = [&](auto stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
       size_t t = 0;
       for (size_t q = 0; q < next_rows; ++q) {
         const size_t at = static_cast<size_t>(n0) * h + q * h;
@@ -898,14 +898,14 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         const size_t fused_steps = HWY_MIN(segment, row_vectors / per_step);
         size_t j1 = 0;
         for (size_t i = 0; i < fused_steps; ++i, ++t) {
-          whole_step(t, row_count);
+          whole_step(t, stream_now, row_count);
           for (size_t p = 0; p < per_step; p += 2, j1 += 2 * N) {
             prefetch_ahead(at + j1, prefetch_l1_bytes, false);
             if (prefetch_l2) prefetch_ahead(at + j1, kPrefetchL2Bytes<T>, true);
             stats_pair(ndy, nx, j1, vmean, sums);
           }
         }
-        for (; t < segment_end; ++t) whole_step(t, row_count);
+        for (; t < segment_end; ++t) whole_step(t, stream_now, row_count);
         finish_row(coef_next[q], ndy, nx, j1, sums);
       }
       if (prefetch_later_group && steps != 0) {
@@ -916,14 +916,14 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         const char* px = reinterpret_cast<const char*>(x_base + static_cast<size_t>(p0) * h);
         size_t done = 0;
         for (; t < steps; ++t) {  // spread over pass 2's steps
-          whole_step(t, row_count);
+          whole_step(t, stream_now, row_count);
           for (const size_t until = bytes * (t + 1) / steps; done < until; done += 64) {
             hwy::Prefetch(pdy + done);
             hwy::Prefetch(px + done);
           }
         }
       }
-      for (; t < steps; ++t) whole_step(t, row_count);
+      for (; t < steps; ++t) whole_step(t, stream_now, row_count);
     };
     // A group of 4 rows (group_rows' size for most rows) has its row count
     // compiled in: the rows' coefficients then stay in registers across the
@@ -935,13 +935,24 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // and of 2 gained nothing. A single row (AliasFreeRows' groups on AVX2)
     // is compiled in too: as a run-time count of 1 the loop dispatched on it
     // at every step (Zen 3, float32, same process: 2 threads 16384x4096 +16%,
-    // 8192x1024 +30%; one thread, hot, 16x4096 +36%).
+    // 8192x1024 +30%; one thread, hot, 16x4096 +36%). For those two the
+    // choice of streamed stores is compiled in as well, which takes a branch
+    // per row and step out of the loop (Zen 3, 2 threads, float32 16384x4096
+    // in groups of 1, against a plain two-loop kernel in the same process:
+    // 0.72-0.80 of its rate -> 0.87-0.88).
+    auto compiled_steps = [&](auto row_count) HWY_ATTR __attribute__((always_inline)) {
+      if (stream) {
+        whole_steps(std::true_type(), row_count);
+      } else {
+        whole_steps(std::false_type(), row_count);
+      }
+    };
     if (rows == 4) {
-      whole_steps(std::integral_constant<size_t, 4>());
+      compiled_steps(std::integral_constant<size_t, 4>());
     } else if (rows == 1) {
-      whole_steps(std::integral_constant<size_t, 1>());
+      compiled_steps(std::integral_constant<size_t, 1>());
     } else {
-      whole_steps(rows);
+      whole_steps(stream, rows);
     }
     if (head + steps * W < h) rest_columns(head + steps * W, h - head - steps * W);
     first_group = false;
