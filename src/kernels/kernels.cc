@@ -932,14 +932,16 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // +12%, 16x4096 +21% (64x768, groups of 8, +11% from ForEachRow alone);
     // bfloat16 64x768 +4% to +6%, 16x4096 level. Groups of 8 rows have too
     // many coefficients for the registers (float32 64x768 -5% compiled in),
-    // and of 2 gained nothing. A single row (AliasFreeRows' groups on AVX2)
-    // is compiled in too: as a run-time count of 1 the loop dispatched on it
-    // at every step (Zen 3, float32, same process: 2 threads 16384x4096 +16%,
-    // 8192x1024 +30%; one thread, hot, 16x4096 +36%). For those two the
+    // and of 2 gained nothing on AVX-512. A single row (AliasFreeRows'
+    // groups on AVX2) is compiled in too: as a run-time count of 1 the loop
+    // dispatched on it at every step (Zen 3, float32, same process: 2 threads
+    // 16384x4096 +16%, 8192x1024 +30%; one thread, hot, 16x4096 +36%); so
+    // are pairs, the long 16-bit rows' groups on AVX2 (one thread, hot,
+    // 16x4096: bfloat16 +16%, float16 +32%; from memory level). For those the
     // choice of streamed stores is compiled in as well, which takes a branch
     // per row and step out of the loop (Zen 3, 2 threads, float32 16384x4096
     // in groups of 1, against a plain two-loop kernel in the same process:
-    // 0.72-0.80 of its rate -> 0.87-0.88).
+    // 0.72-0.80 of its rate -> 0.83-0.88).
     auto compiled_steps = [&](auto row_count) HWY_ATTR __attribute__((always_inline)) {
       if (stream) {
         whole_steps(std::true_type(), row_count);
@@ -951,6 +953,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       compiled_steps(std::integral_constant<size_t, 4>());
     } else if (rows == 1) {
       compiled_steps(std::integral_constant<size_t, 1>());
+    } else if (rows == 2) {
+      compiled_steps(std::integral_constant<size_t, 2>());
     } else {
       whole_steps(stream, rows);
     }
