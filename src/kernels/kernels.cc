@@ -698,7 +698,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 
   // res_for_gamma is stored as T, or for 16-bit T as float32 when asked
   // (the accumulator type, so the same store as for float32 T).
-  void* const res_out = args.res_for_gamma;
+  void* const res_out = kAcc ? nullptr : args.res_for_gamma;  // see GradArgs
   T* const pd_x_base = static_cast<T*>(args.pd_x);  // a local: stores would make args' reload per row
   const bool res_f32 = args.res_dtype == Dtype::float32;
   // pd_x of one vector of row c, and res_for_gamma (xhat) in res.
@@ -754,6 +754,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       for (size_t k = 0; k < rows; ++k) coef[k] = pass1(g0 + static_cast<int64_t>(k));
     }
     const size_t offset = static_cast<size_t>(g0) * h;
+    // A constant of the group: as the loop variable itself it was reloaded
+    // from memory at every step, after each (possibly aliasing) store.
+    const bool load_sums = kAcc && !first_group;
 
     // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
     // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
@@ -761,7 +764,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     auto columns = [&](size_t j0, size_t n, bool full, auto stream_now, auto row_count) HWY_ATTR
                        __attribute__((always_inline)) {
       auto sum_g = hn::Zero(df), sum_b = hn::Zero(df);
-      if (kAcc && !first_group) {
+      if (load_sums) {
         sum_g = LoadPart(df, acc_gamma + j0, n, full);
         sum_b = LoadPart(df, acc_beta + j0, n, full);
       }
@@ -803,7 +806,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     auto pair_columns = [&](size_t j0, auto stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
       if constexpr (kPairs) {
         auto sum_ge = hn::Zero(df), sum_go = hn::Zero(df), sum_be = hn::Zero(df), sum_bo = hn::Zero(df);
-        if (kAcc && !first_group) {
+        if (load_sums) {
           sum_ge = hn::LoadU(df, acc_gamma + j0);
           sum_go = hn::LoadU(df, acc_gamma + j0 + N);
           sum_be = hn::LoadU(df, acc_beta + j0);

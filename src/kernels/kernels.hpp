@@ -13,8 +13,9 @@
 namespace lngrad::kernels {
 
 // Row gradient: for each row r, pd_x and res_for_gamma (either may be null),
-// and, when column sums are asked for (BlockSums), the sums over the rows of
-// dy*res_for_gamma and dy, per block of rows, rows added in order.
+// or, when column sums are asked for (BlockSums), pd_x (or null) and the sums
+// over the rows of dy*res_for_gamma and dy, per block of rows, rows added in
+// order; res_for_gamma is not written then (no operator asks for both).
 // Accumulators are float, or double when dtype is float64.
 struct GradArgs {
   Dtype dtype = Dtype::float32;  // dy, x, pd_x
