@@ -9,23 +9,23 @@
 # crashing input belongs in fuzz/regressions/<target>/ (ctest replays it).
 #
 # Environment: LNGRAD_FUZZ_SECONDS (per target, default 60), LNGRAD_JOBS,
-# LNGRAD_FUZZ_DIR (build folder). Longer runs: see docs/HARDENING.md.
+# LNGRAD_ASAN_DIR (the build folder ci-sanitize.sh shares, default build-asan).
+# Longer runs: see docs/HARDENING.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 jobs=${LNGRAD_JOBS:-$(nproc)}
 seconds=${LNGRAD_FUZZ_SECONDS:-60}
-build=${LNGRAD_FUZZ_DIR:-$root/build-fuzz}
+build=${LNGRAD_ASAN_DIR:-$root/build-asan}
 
 source "$root/scripts/packages.sh"
-install_missing ci-fuzz --no-install-recommends clang libclang-rt-14-dev cmake libhwy-dev
+source "$root/scripts/asan-build.sh"
+install_missing ci-fuzz --no-install-recommends clang libclang-rt-14-dev cmake libhwy-dev libgtest-dev
 
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DLNGRAD_BUILD_FUZZERS=ON -DLNGRAD_SANITIZE=address,undefined \
-  -DLNGRAD_BUILD_TESTS=OFF -DLNGRAD_BUILD_CLI=ON -DLNGRAD_BUILD_PYTHON=OFF -DLNGRAD_BUILD_BENCH=OFF >/dev/null
+configure_asan_build "$build"
 
 # Fuzz targets this tree configures (Makefile and Ninja listings).
 mapfile -t targets < <(cmake --build "$build" --target help |
