@@ -546,7 +546,9 @@ template <typename T>
 size_t NarrowGroupRows(size_t h) {
   if (sizeof(T) == 2 && h >= 1024) return 2;
   const size_t row_pair_bytes = 2 * h * sizeof(T);
-  const size_t group = row_pair_bytes < 1024 ? 4 : kInPairs<T> ? kGroupRows : group_rows(row_pair_bytes);
+  constexpr bool kPairs = kInPairs<T>;
+  size_t group = 4;
+  if (row_pair_bytes >= 1024) group = kPairs ? kGroupRows : group_rows(row_pair_bytes);
   return sizeof(T) == 2 ? group : AliasFreeRows(h * sizeof(T), group);
 }
 
