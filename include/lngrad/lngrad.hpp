@@ -81,12 +81,15 @@ enum class Statistic : std::uint8_t { variance, rstd };
 
 // How pd_x (or layer_norm's y) is written. automatic: past the caches
 // (non-temporal stores) when the operator's row tensors (dy, x and pd_x; x
-// and y) together exceed the last-level cache, so the output neither evicts
+// and y) together exceed the last-level cache (counted at most 16 MiB per
+// core: a VM may be shown its host's whole L3), so the output neither evicts
 // the inputs nor has its destination lines read first (for an output that
 // does not start on a 64-byte line, only when rows are 4 KiB or longer);
 // cached: always through the caches, for an output read again right away;
-// streaming: past the caches wherever rows are whole SIMD stores. Results are
-// the same bits whichever way they are stored.
+// streaming: past the caches wherever rows are whole SIMD stores, but for
+// the pd_x stores that measured slower so (float16's half vectors; with
+// AVX2, 16-bit row groups 4 KiB apart). Results are the same bits whichever
+// way they are stored.
 enum class Stores { automatic, cached, streaming };
 
 struct GradOptions {

@@ -16,7 +16,12 @@ namespace lngrad::runtime {
 // Cores available to this process (affinity mask), at least 1.
 int available_cores();
 
-// Size of the last-level cache in bytes (32 MiB when the OS does not say).
+// Size of the last-level cache in bytes as the OS reports it (32 MiB when it
+// does not say).
+std::int64_t reported_last_level_cache_bytes();
+
+// The part of it this process counts on when it decides whether tensors
+// stay in cache: the reported size, at most 16 MiB per available core.
 std::int64_t last_level_cache_bytes();
 
 // Size of one core's level-2 cache in bytes (1 MiB when the OS does not say).
