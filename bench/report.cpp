@@ -59,9 +59,10 @@ double gbs(double bytes, double seconds) { return seconds > 0 ? bytes / seconds 
 void print_header(std::FILE* out, const RunInfo& info) {
   std::fprintf(out, "lngrad-bench: LayerNorm backward, pd_x + pd_gamma + pd_beta, epsilon 1e-5\n");
   std::fprintf(out, "cpu: %s\n", info.cpu.c_str());
+  std::string llc = fmt("%.0f MiB", info.llc_bytes / 1048576.0);
+  if (info.llc_share_bytes < info.llc_bytes) llc += fmt(" (lngrad counts on %.0f)", info.llc_share_bytes / 1048576.0);
   std::fprintf(out, "lngrad target: %s   threads: %d   last-level cache: %s   rounds: %d (median)\n",
-               info.target.c_str(), info.threads,
-               fmt("%.0f MiB", info.llc_bytes / 1048576.0).c_str(), info.reps);
+               info.target.c_str(), info.threads, llc.c_str(), info.reps);
   std::fprintf(
       out,
       "peers: oneDNN %s, PyTorch %s; triad: %s, %d threads (fastest of cached stores, streaming stores, 1 thread)\n",
@@ -229,6 +230,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
   // '#' lines carry the run's context (bench/plot.py puts it in the title).
   f << "# cpu: " << info.cpu << "\n# target: " << info.target << "\n# threads: " << info.threads
     << "\n# llc_mib: " << fmt("%.0f", info.llc_bytes / 1048576.0)
+    << "\n# llc_share_mib: " << fmt("%.0f", info.llc_share_bytes / 1048576.0)
     << "\n# reps: " << info.reps << "\n# onednn: " << info.onednn_version << "\n# torch: " << info.torch_version
     << "\n# triad_isa: " << info.triad_isa << "\n# other_load_cores: " << fmt("%.2f", info.other_load)
     << "\n# steal_cores: " << fmt("%.2f", info.steal) << "\n";

@@ -43,7 +43,8 @@ bool under_load(const Row& r, int threads);
 struct RunInfo {
   std::string cpu, target, triad_isa, onednn_version, torch_version;
   int threads = 1, reps = 0;
-  double llc_bytes = 0.0;  // lngrad's runtime::last_level_cache_bytes()
+  double llc_bytes = 0.0;        // runtime::reported_last_level_cache_bytes()
+  double llc_share_bytes = 0.0;  // runtime::last_level_cache_bytes(): what lngrad counts on
   double tolerance_f32 = 0.0, tolerance_f16 = 0.0, tolerance_bf16 = 0.0;
   double other_load = -1.0, steal = -1.0;  // while rows were timed, in cores; -1 unknown
 };
