@@ -623,8 +623,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   size_t head = 0;
   // Streamed stores of half a vector (float16) lose, as pass 2 goes through
   // a group's rows in turn and leaves each row's line part-written (the
-  // forward's one stream of y gains from them), 2 threads against cached: Zen 3 (AVX2, 16 bytes) float16 65536x128 3.9 GB/s against 7.7;
-  // Intel Xeon (AVX-512, 32 bytes, half a line) 8192x1024 4.0 against 14.3,
+  // forward's one stream of y gains from them). 2 threads against cached:
+  // Zen 3 (AVX2, 16 bytes) float16 65536x128 3.9 GB/s against 7.7; Intel
+  // Xeon (AVX-512, 32 bytes, half a line) 8192x1024 4.0 against 14.3,
   // 16384x4096 14.8 against 17.0. With narrow vectors so do stores under 32
   // bytes and those to the aliasing pairs of 16-bit rows.
   const bool may_stream = W * sizeof(T) >= N * sizeof(A) &&
