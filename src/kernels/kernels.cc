@@ -233,6 +233,15 @@ struct IsBf16<NativeBf16> : std::true_type {};
 #endif
 template <typename T>
 constexpr bool kInPairs = IsBf16<T>::value && HWY_TARGET != HWY_SCALAR;
+// float16 rows go through layer_norm_grad's pass 2 two vectors at a time as
+// well, in element order, where a vector of floats is a cache line
+// (AVX-512): each row's pd_x then takes whole-line stores, which may stream.
+// One vector at a time left every line half-written while the group's other
+// rows were stored, so pd_x went through the cache, whose write-allocate
+// reads its lines first: a fourth stream of memory traffic. AMD EPYC (Zen 5),
+// 2 threads, 16384x4096 and 65536x4096: see GradRowsT.
+template <typename T>
+constexpr bool kF16LineSteps = std::is_same_v<T, f16> && HWY_MAX_BYTES >= 64;
 
 template <class DF>
 using PairOrder = decltype(hn::SetTableIndices(DF(), static_cast<const int32_t*>(nullptr)));
@@ -273,6 +282,19 @@ HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> EncodePair(DF /* df */, hn::Ve
   const auto lo = hn::ShiftRight<16>(rounded(even));
   const auto hi = hn::And(rounded(odd), hn::Set(du32, 0xFFFF0000u));
   return hn::BitCast(du16, hn::Or(lo, hi));
+}
+
+// float16 pairs are two vectors in element order (kF16LineSteps).
+template <class DF>
+HWY_INLINE void LoadPairAs(DF df, const f16* p, hn::Vec<DF>& first, hn::Vec<DF>& second) {
+  first = LoadAs(df, p);
+  second = LoadAs(df, p + hn::Lanes(df));
+}
+template <class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> EncodePair(DF df, hn::Vec<DF> first, hn::Vec<DF> second,
+                                                             f16* tag) {
+  const hn::Repartition<uint16_t, DF> du16;
+  return hn::Combine(du16, Encode(df, second, tag), Encode(df, first, tag));
 }
 
 #if LNGRAD_NATIVE_BF16
@@ -605,7 +627,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   const T* dy_base = static_cast<const T*>(args.dy);
   const T* x_base = static_cast<const T*>(args.x);
   constexpr bool kPairs = kInPairs<T>;
-  const size_t W = kPairs ? 2 * N : N;  // elements of a whole column step of pass 2
+  constexpr bool kPairSteps = kPairs || kF16LineSteps<T>;
+  const size_t W = kPairSteps ? 2 * N : N;  // elements of a whole column step of pass 2
 
   // gamma as pass 1 reads it: pairs from element 0, element order after the
   // last whole pair. Pass 2 reads it so too unless it starts at a head.
@@ -621,13 +644,15 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 
   // Streamed pd_x: whole steps from a head of cached stores on.
   size_t head = 0;
-  // Streamed stores of half a vector (float16) lose, as pass 2 goes through
-  // a group's rows in turn and leaves each row's line part-written (the
-  // forward's one stream of y gains from them). 2 threads against cached:
-  // Zen 3 (AVX2, 16 bytes) float16 65536x128 3.9 GB/s against 7.7; Intel
-  // Xeon (AVX-512, 32 bytes, half a line) 8192x1024 4.0 against 14.3,
-  // 16384x4096 14.8 against 17.0. With narrow vectors so do stores under 32
-  // bytes and those to the aliasing pairs of 16-bit rows.
+  // Streamed stores of half a vector (float16 with narrow vectors) lose, as
+  // pass 2 goes through a group's rows in turn and leaves each row's line
+  // part-written (the forward's one stream of y gains from them). 2 threads
+  // against cached: Zen 3 (AVX2, 16 bytes) float16 65536x128 3.9 GB/s
+  // against 7.7; Intel Xeon (AVX-512, then one vector per step) 8192x1024
+  // 4.0 against 14.3. In steps of two vectors (kF16LineSteps), streamed,
+  // AMD EPYC Zen 5, same process: 16384x4096 +40% to +75%, 65536x4096 +65%
+  // to +80%, 2048x4096 and 512x12288 +35%. With narrow vectors so do
+  // stores under 32 bytes and those to the aliasing pairs of 16-bit rows.
   const bool may_stream = W * sizeof(T) >= N * sizeof(A) &&
                           (!narrow || sizeof(T) >= 4 ||
                            (AliasFreeRows(h * sizeof(T), group) == group && W * sizeof(T) >= 32));
@@ -822,10 +847,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         StorePart(df, sum_b, acc_beta + j0, n, full);
       }
     };
-    // A whole step of bfloat16 rows: elements [j0, j0 + 2N) in pairs
-    // (compiled for bfloat16 only).
+    // A whole step of bfloat16 rows: elements [j0, j0 + 2N) in pairs; of
+    // float16 rows (kF16LineSteps), two vectors, _e then _o (compiled for
+    // those only).
     auto pair_columns = [&](size_t j0, auto stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
-      if constexpr (kPairs) {
+      if constexpr (kPairSteps) {
         auto sum_ge = hn::Zero(df), sum_go = hn::Zero(df), sum_be = hn::Zero(df), sum_bo = hn::Zero(df);
         if (load_sums) {
           sum_ge = hn::LoadU(df, acc_gamma + j0);
@@ -845,7 +871,13 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           if constexpr (kPdX) StorePairAs(df, out_e, out_o, pd_x_base + at, stream_now);
           if (res_out != nullptr) {
             if (res_f32) {
-              StorePairNatural(df, res_e, res_o, pair_order, static_cast<A*>(res_out) + at);
+              A* res = static_cast<A*>(res_out) + at;
+              if constexpr (kPairs) {
+                StorePairNatural(df, res_e, res_o, pair_order, res);
+              } else {
+                hn::StoreU(res_e, df, res);
+                hn::StoreU(res_o, df, res + N);
+              }
             } else {
               StorePairAs(df, res_e, res_o, static_cast<T*>(res_out) + at, false);
             }
@@ -867,7 +899,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     };
     // Whole step t (of W elements) after the head.
     auto whole_step = [&](size_t t, auto stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
-      if constexpr (kPairs) {
+      if constexpr (kPairSteps) {
         pair_columns(head + t * W, stream_now, row_count);
       } else {
         columns(head + t * N, N, true, stream_now, row_count);
