@@ -87,9 +87,9 @@ enum class Statistic : std::uint8_t { variance, rstd };
 // does not start on a 64-byte line, only when rows are 4 KiB or longer);
 // cached: always through the caches, for an output read again right away;
 // streaming: past the caches wherever rows are whole SIMD stores, but for
-// the pd_x stores that measured slower so (float16 with vectors under 64 bytes; with
-// AVX2, 16-bit row groups 4 KiB apart). Results are the same bits whichever
-// way they are stored.
+// the pd_x stores that measured slower so (float16 with vectors under 64
+// bytes; with AVX2, 16-bit row groups 4 KiB apart). Results are the same
+// bits whichever way they are stored.
 enum class Stores { automatic, cached, streaming };
 
 struct GradOptions {
