@@ -8,12 +8,14 @@
 //   pd_x    = g*rstd + (2*pd_var/H)*xm + pd_mean/H
 //           = rstd*(g - S1/H) + (2*pd_var/H)*(xm - S3/H)
 //           = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)),  xhat = xm*rstd, c = -rstd*S2/H
+//           = rstd*g + (rstd*c)*xhat - rstd*(S1/H + c*rstd*S3/H)
 // One pass gathers S1, S2, S3 from centred values (xm first, never sum(g*x) -
-// mean*sum(g)); a second pass over the cached row writes pd_x in the last,
-// centred form (exactly 0 when H = 1, and no rstd^2 or rstd^3 that could
-// overflow for a tiny variance) and adds dy*xhat and dy to the
-// pd_gamma/pd_beta accumulators. S3 vanishes for the exact row mean and
-// corrects the gradient for a stored mean that is not.
+// mean*sum(g)); a second pass over the cached row writes pd_x in the last
+// form, two FMAs per element on xhat (centred), with per-row coefficients
+// formed from the previous line's (no rstd^2 or rstd^3 that could overflow
+// for a tiny variance: rstd*c is of the size of rstd*g), and adds dy*xhat and
+// dy to the pd_gamma/pd_beta accumulators. S3 vanishes for the exact row mean
+// and corrects the gradient for a stored mean that is not.
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -662,9 +664,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   }
   const size_t steps = (h - head) / W;
 
-  // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)).
+  // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)),
+  // expanded as g_scale*g + xhat_scale*xhat + offset: two FMAs per vector
+  // where the centred form took four operations.
   struct Row {
-    A mean, rstd, c, mean_g, mean_xhat;
+    A mean, rstd, g_scale, xhat_scale, offset;
   };
 
   // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm). Vectors alternate
@@ -730,9 +734,16 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     const A s1 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s.s1a, s.s1b)));
     const A s2 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s.s2a, s.s2b)));
     const A s3 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s.s3a, s.s3b)));
-    row.c = -(row.rstd * s2) * inv_h;
-    row.mean_g = s1 * inv_h;
-    row.mean_xhat = row.rstd * s3 * inv_h;
+    const A c = -(row.rstd * s2) * inv_h;
+    const A mean_g = s1 * inv_h;
+    const A mean_xhat = row.rstd * s3 * inv_h;
+    // With H = 1 every term cancels exactly; zeroed coefficients keep pd_x
+    // exactly 0 there, as the centred form has it, and Inf or NaN still
+    // propagate.
+    const A one = h == 1 ? A(0) : A(1);
+    row.g_scale = row.rstd * one;
+    row.xhat_scale = row.rstd * c * one;
+    row.offset = -(row.rstd * (mean_g + c * mean_xhat)) * one;
   };
   auto pass1 = [&](int64_t r) HWY_ATTR __attribute__((always_inline)) {
     Sums sums;
@@ -751,9 +762,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   auto row_vector = [&](const Row& c, V d, V x, V gam, V& res) HWY_ATTR __attribute__((always_inline)) {
     const auto vrstd = hn::Set(df, c.rstd);
     res = hn::Mul(hn::Sub(x, hn::Set(df, c.mean)), vrstd);
-    const auto centred_g = hn::Sub(hn::Mul(d, gam), hn::Set(df, c.mean_g));
-    const auto centred_xhat = hn::Sub(res, hn::Set(df, c.mean_xhat));
-    return hn::Mul(vrstd, hn::MulAdd(hn::Set(df, c.c), centred_xhat, centred_g));
+    const auto scaled_g = hn::MulAdd(hn::Mul(d, gam), hn::Set(df, c.g_scale), hn::Set(df, c.offset));
+    return hn::MulAdd(hn::Set(df, c.xhat_scale), res, scaled_g);
   };
   // Puts pair-ordered floats back in element order (float32 res_for_gamma,
   // and the column sums at the end).
