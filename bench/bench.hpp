@@ -80,7 +80,7 @@ class Contestant {
   const Problem* problem_ = nullptr;
 };
 
-std::unique_ptr<Contestant> make_lngrad();
+std::unique_ptr<Contestant> make_lngrad(lngrad::Stores stores);
 std::unique_ptr<Contestant> make_onednn();
 std::unique_ptr<Contestant> make_naive();
 #ifdef LNGRAD_BENCH_HAVE_TORCH

@@ -11,6 +11,7 @@ namespace {
 
 class Lngrad final : public Contestant {
  public:
+  explicit Lngrad(lngrad::Stores stores) : stores_(stores) {}
   const char* name() const override { return "lngrad"; }
 
   std::string prepare(const Problem& p) override {
@@ -21,6 +22,7 @@ class Lngrad final : public Contestant {
     options_.epsilon = p.epsilon;
     options_.statistic = lngrad::Statistic::variance;
     options_.num_threads = p.threads;
+    options_.pd_x_stores = stores_;
     return {};
   }
 
@@ -39,10 +41,11 @@ class Lngrad final : public Contestant {
  private:
   std::vector<float> pd_gamma_, pd_beta_;
   lngrad::GradOptions options_;
+  lngrad::Stores stores_;
 };
 
 }  // namespace
 
-std::unique_ptr<Contestant> make_lngrad() { return std::make_unique<Lngrad>(); }
+std::unique_ptr<Contestant> make_lngrad(lngrad::Stores stores) { return std::make_unique<Lngrad>(stores); }
 
 }  // namespace lngrad_bench

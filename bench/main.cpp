@@ -465,6 +465,7 @@ int run(const Options& o) {
   info.triad_isa = triad_isa();
   info.threads = o.threads;
   info.reps = o.reps;
+  info.stores = o.stores == lngrad::Stores::cached ? "cached" : o.stores == lngrad::Stores::streaming ? "streaming" : "automatic";
   // The hardware's figure sets which shapes count as beyond the LLC (the
   // stricter reading where a VM reports its host's L3); lngrad's own share
   // decides its streamed stores and is printed beside it.
@@ -499,7 +500,7 @@ int run(const Options& o) {
   std::fflush(stdout);
 
   Contestants cs;
-  cs.lngrad = make_lngrad();
+  cs.lngrad = make_lngrad(o.stores);
   if (o.onednn) cs.onednn = make_onednn();
 #ifdef LNGRAD_BENCH_HAVE_TORCH
   if (o.torch) cs.torch = make_torch();

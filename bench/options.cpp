@@ -97,6 +97,17 @@ Options parse_options(int argc, char** argv) {
       if (o.csv.empty()) bad(arg, "a file name", "");
     } else if (arg == "--wait-quiet") {
       o.quiet_wait_s = static_cast<double>(parse_int(arg, value(), 0, 86400));
+    } else if (arg == "--stores") {
+      const auto v = value();
+      if (v == "automatic") {
+        o.stores = lngrad::Stores::automatic;
+      } else if (v == "cached") {
+        o.stores = lngrad::Stores::cached;
+      } else if (v == "streaming") {
+        o.stores = lngrad::Stores::streaming;
+      } else {
+        bad(arg, "automatic, cached or streaming", v);
+      }
     } else if (arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--quick") {
@@ -142,6 +153,8 @@ read-read-write triad over the same bytes as the roofline.
   --no-small         skip the 4x768 per-call overhead line
   --wait-quiet S     before each shape and dtype, wait up to S seconds until other
                      processes use under a tenth of --threads cores (shared machines)
+  --stores MODE      lngrad's pd_x stores: automatic (default), cached or
+                     streaming (lngrad::Stores), to compare them on this machine
   --verbose          print every timed sample to stderr
 )";
 }

@@ -23,6 +23,7 @@ struct Options {
   bool quick = false;
   bool torch = true, onednn = true, naive = true, small = true;
   double quiet_wait_s = 0.0;  // --wait-quiet
+  lngrad::Stores stores = lngrad::Stores::automatic;  // lngrad's pd_x stores
   bool verbose = false;
   bool help = false;
 };

@@ -61,8 +61,9 @@ void print_header(std::FILE* out, const RunInfo& info) {
   std::fprintf(out, "cpu: %s\n", info.cpu.c_str());
   std::string llc = fmt("%.0f MiB", info.llc_bytes / 1048576.0);
   if (info.llc_share_bytes < info.llc_bytes) llc += fmt(" (lngrad counts on %.0f)", info.llc_share_bytes / 1048576.0);
-  std::fprintf(out, "lngrad target: %s   threads: %d   last-level cache: %s   rounds: %d (median)\n",
-               info.target.c_str(), info.threads, llc.c_str(), info.reps);
+  std::fprintf(out, "lngrad target: %s   threads: %d   last-level cache: %s   rounds: %d (median)%s\n",
+               info.target.c_str(), info.threads, llc.c_str(), info.reps,
+               info.stores == "automatic" ? "" : ("   pd_x stores: " + info.stores).c_str());
   std::fprintf(
       out,
       "peers: oneDNN %s, PyTorch %s; triad: %s, %d threads (fastest of cached stores, streaming stores, 1 thread)\n",
@@ -233,7 +234,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
     << "\n# llc_share_mib: " << fmt("%.0f", info.llc_share_bytes / 1048576.0)
     << "\n# reps: " << info.reps << "\n# onednn: " << info.onednn_version << "\n# torch: " << info.torch_version
     << "\n# triad_isa: " << info.triad_isa << "\n# other_load_cores: " << fmt("%.2f", info.other_load)
-    << "\n# steal_cores: " << fmt("%.2f", info.steal) << "\n";
+    << "\n# steal_cores: " << fmt("%.2f", info.steal) << "\n# pd_x_stores: " << info.stores << "\n";
   if (small.ran) {
     f << "# small_shape: " << small.shape << " float32 lngrad_us " << fmt("%.3f", small.lngrad_s * 1e6)
       << " once_at_memory_rate_us " << fmt("%.3f", small.memory_s * 1e6) << " once_in_cache_us "

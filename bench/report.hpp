@@ -43,6 +43,7 @@ bool under_load(const Row& r, int threads);
 struct RunInfo {
   std::string cpu, target, triad_isa, onednn_version, torch_version;
   int threads = 1, reps = 0;
+  std::string stores = "automatic";  // lngrad's pd_x stores (--stores)
   double llc_bytes = 0.0;        // runtime::reported_last_level_cache_bytes()
   double llc_share_bytes = 0.0;  // runtime::last_level_cache_bytes(): what lngrad counts on
   double tolerance_f32 = 0.0, tolerance_f16 = 0.0, tolerance_bf16 = 0.0;
