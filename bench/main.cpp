@@ -465,7 +465,7 @@ int run(const Options& o) {
   info.triad_isa = triad_isa();
   info.threads = o.threads;
   info.reps = o.reps;
-  info.stores = o.stores == lngrad::Stores::cached ? "cached" : o.stores == lngrad::Stores::streaming ? "streaming" : "automatic";
+  info.stores = stores_name(o.stores);
   // The hardware's figure sets which shapes count as beyond the LLC (the
   // stricter reading where a VM reports its host's L3); lngrad's own share
   // decides its streamed stores and is printed beside it.

@@ -60,6 +60,15 @@ void for_each_item(std::string_view list, F f) {
 
 }  // namespace
 
+const char* stores_name(lngrad::Stores stores) {
+  switch (stores) {
+    case lngrad::Stores::cached: return "cached";
+    case lngrad::Stores::streaming: return "streaming";
+    case lngrad::Stores::automatic: break;
+  }
+  return "automatic";
+}
+
 std::vector<ShapeArg> default_shapes() {
   return {{4096, 768}, {8192, 1024}, {2048, 4096}, {512, 12288}, {65536, 128}, {16384, 4096}};
 }
@@ -99,15 +108,14 @@ Options parse_options(int argc, char** argv) {
       o.quiet_wait_s = static_cast<double>(parse_int(arg, value(), 0, 86400));
     } else if (arg == "--stores") {
       const auto v = value();
-      if (v == "automatic") {
-        o.stores = lngrad::Stores::automatic;
-      } else if (v == "cached") {
-        o.stores = lngrad::Stores::cached;
-      } else if (v == "streaming") {
-        o.stores = lngrad::Stores::streaming;
-      } else {
-        bad(arg, "automatic, cached or streaming", v);
+      bool known = false;
+      for (const auto s : {lngrad::Stores::automatic, lngrad::Stores::cached, lngrad::Stores::streaming}) {
+        if (v == stores_name(s)) {
+          o.stores = s;
+          known = true;
+        }
       }
+      if (!known) bad(arg, "automatic, cached or streaming", v);
     } else if (arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--quick") {

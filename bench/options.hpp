@@ -28,6 +28,9 @@ struct Options {
   bool help = false;
 };
 
+// "automatic", "cached" or "streaming", as --stores takes them.
+const char* stores_name(lngrad::Stores stores);
+
 // The shapes of issue 4, in order.
 std::vector<ShapeArg> default_shapes();
 
