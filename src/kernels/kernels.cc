@@ -11,9 +11,9 @@
 //           = rstd*g + (rstd*c)*xhat - rstd*(S1/H + c*rstd*S3/H)
 // One pass gathers S1, S2, S3 from centred values (xm first, never sum(g*x) -
 // mean*sum(g)); a second pass over the cached row writes pd_x in the last
-// form, two FMAs per element on xhat (centred), with per-row coefficients
-// formed from the previous line's (no rstd^2 or rstd^3 that could overflow
-// for a tiny variance: rstd*c is of the size of rstd*g), and adds dy*xhat and
+// form, two FMAs per element on xhat (centred), its per-row coefficients
+// taken from the line above (no rstd^2 or rstd^3 that could overflow for a
+// tiny variance: rstd*c is of the size of rstd*g), and adds dy*xhat and
 // dy to the pd_gamma/pd_beta accumulators. S3 vanishes for the exact row mean
 // and corrects the gradient for a stored mean that is not.
 #include <algorithm>
@@ -740,10 +740,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // With H = 1 every term cancels exactly; zeroed coefficients keep pd_x
     // exactly 0 there, as the centred form has it, and Inf or NaN still
     // propagate.
-    const A one = h == 1 ? A(0) : A(1);
-    row.g_scale = row.rstd * one;
-    row.xhat_scale = row.rstd * c * one;
-    row.offset = -(row.rstd * (mean_g + c * mean_xhat)) * one;
+    const A unless_h1 = h == 1 ? A(0) : A(1);
+    row.g_scale = row.rstd * unless_h1;
+    row.xhat_scale = row.rstd * c * unless_h1;
+    row.offset = -(row.rstd * (mean_g + c * mean_xhat)) * unless_h1;
   };
   auto pass1 = [&](int64_t r) HWY_ATTR __attribute__((always_inline)) {
     Sums sums;
