@@ -1,0 +1,2 @@
+// CANN's runtime header ("acl/acl.h") for host mains.
+#pragma once
