@@ -72,6 +72,8 @@ bool find_gm(const void* p, std::size_t bytes, GmBlock* block) {
   return true;
 }
 
+bool find_gm_start(const void* p, GmBlock* block) { return find_gm(p, 0, block); }
+
 }  // namespace detail
 
 }  // namespace AscendC

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "lngrad/half.hpp"
@@ -37,21 +38,56 @@ class half {
 };
 static_assert(sizeof(half) == 2 && std::is_trivially_copyable_v<half>);
 
+// Where a tensor lives. Kernels see only the unified-buffer positions
+// (VECIN, VECOUT, VECCALC) and GM; the cube positions exist so that code
+// naming them compiles, and are refused at run time.
+enum class TPosition : std::uint8_t {
+  GM,
+  A1,
+  A2,
+  B1,
+  B2,
+  C1,
+  C2,
+  CO1,
+  CO2,
+  VECIN,
+  VECOUT,
+  VECCALC,
+  LCM = VECCALC,
+  SPM,
+  SHM = SPM,
+  TSCM,
+  C2PIPE2GM,
+  C2PIPE2LOCAL,
+  MAX,
+};
+using QuePosition = TPosition;
+
+namespace detail {
+// Raises the error every check raises: "<call>: <what>" (a launch adds the
+// kernel and the core).
+[[noreturn]] void kernel_fail(const char* call, const std::string& what);
+[[noreturn]] void index_fail(const char* call, std::uint64_t index, std::uint64_t size);
+}  // namespace detail
+
 // A non-owning view of `count` elements of T. operator[] is an offset view
 // (as on the device: tensor[pos] starts at element pos); operator() and
-// GetValue/SetValue access one element. No bounds are checked here; the
-// LayerNormGrad calls check every size against the tiling.
+// GetValue/SetValue access one element, checked against the view's size.
 template <typename T>
 class LocalTensor {
  public:
+  using PrimType = T;
+
   LocalTensor() = default;
   LocalTensor(T* data, std::uint32_t count) : data_(data), size_(count) {}
 
   std::uint32_t GetSize() const { return size_; }
+  std::uint32_t GetLength() const { return size_ * static_cast<std::uint32_t>(sizeof(T)); }
   void SetSize(std::uint32_t count) { size_ = count; }
-  T GetValue(std::uint32_t index) const { return data_[index]; }
-  void SetValue(std::uint32_t index, T value) const { data_[index] = value; }
-  T& operator()(std::uint32_t index) const { return data_[index]; }
+  T GetValue(std::uint32_t index) const { return data_[checked(index, "LocalTensor::GetValue")]; }
+  void SetValue(std::uint32_t index, T value) const { data_[checked(index, "LocalTensor::SetValue")] = value; }
+  T& operator()(std::uint32_t index) const { return data_[checked(index, "LocalTensor::operator()")]; }
   LocalTensor operator[](std::uint32_t offset) const {
     return LocalTensor(data_ + offset, offset < size_ ? size_ - offset : 0);
   }
@@ -66,6 +102,11 @@ class LocalTensor {
   }
 
  private:
+  std::uint32_t checked(std::uint32_t index, const char* call) const {
+    if (index >= size_) detail::index_fail(call, index, size_);
+    return index;
+  }
+
   T* data_ = nullptr;
   std::uint32_t size_ = 0;
 };
