@@ -17,15 +17,10 @@ std::uint32_t Refuser::fits_u32(const std::string& what, std::uint64_t value) co
   return static_cast<std::uint32_t>(value);
 }
 
-void Refuser::tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why,
-                     std::uint64_t allowed_max) const {
+void Refuser::tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why) const {
   if (b.data == nullptr) fail(name, "a tensor with data", "a null address");
-  const std::uint64_t hi = allowed_max > expected ? allowed_max : expected;
-  if (b.count < expected || b.count > hi) {
-    std::string want = std::to_string(expected) + " elements";
-    if (hi > expected) want += ", up to " + std::to_string(hi);
-    fail(name, want + " (" + why + ")", std::to_string(b.count));
-  }
+  if (b.count < expected) fail(name, "at least " + std::to_string(expected) + " elements (" + why + ")",
+                               std::to_string(b.count));
 }
 
 namespace {

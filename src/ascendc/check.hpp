@@ -20,10 +20,9 @@ class Refuser {
   // A 64-bit size that CANN keeps in a uint32_t field.
   std::uint32_t fits_u32(const std::string& what, std::uint64_t value) const;
 
-  // data non-null, count exactly `expected` (or, when `allowed_max` is
-  // larger, anything in [expected, allowed_max]).
-  void tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why,
-              std::uint64_t allowed_max = 0) const;
+  // data non-null and at least `expected` elements: a kernel passes its
+  // whole queue buffer for a tail tile of fewer rows, as the device allows.
+  void tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why) const;
 
   const char* api() const { return api_; }
 

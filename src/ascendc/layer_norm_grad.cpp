@@ -133,16 +133,14 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
                           std::to_string(t.stackBufferSize) + ", typeSize " + std::to_string(ts) +
                           ", isReuseSource " + (isReuseSource ? "true" : "false"));
 
-  // The tensors must be the tiling's sizes. Row statistics may be allocated
-  // rounded up to 32 bytes, as device buffers are.
+  // The tensors must hold the tiling's sizes.
   const std::string bsh_why = "B*S*H from the tiling's " + dims;
   r.tensor("outputPdX", outputPdX, bsh, bsh_why);
   r.tensor("resForGamma", resForGamma, bsh, bsh_why);
   r.tensor("inputDy", inputDy, bsh, bsh_why);
   r.tensor("inputX", inputX, bsh, bsh_why);
-  const std::uint64_t stats_max = (rows * ts + 31) / 32 * 32 / ts;
-  r.tensor("inputVariance", inputVariance, rows, "B*S from the tiling's " + dims, stats_max);
-  r.tensor("inputMean", inputMean, rows, "B*S from the tiling's " + dims, stats_max);
+  r.tensor("inputVariance", inputVariance, rows, "B*S from the tiling's " + dims);
+  r.tensor("inputMean", inputMean, rows, "B*S from the tiling's " + dims);
   r.tensor("inputGamma", inputGamma, h, "storageH from the tiling's " + dims);
 
   const std::uint64_t max_rows = t.loopNum > 0 ? t.nohCalSize : t.nohTailSize;
