@@ -12,6 +12,12 @@ for example in "$root"/examples/*/; do
   cmake -S "$example" -B "$prefix/build-$name" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$prefix/build-$name" -j"$(nproc)" >/dev/null
   echo "== example $name (built against the installed package)"
-  "$prefix/build-$name/$name"
+  if [[ -x "$prefix/build-$name/$name" ]]; then
+    "$prefix/build-$name/$name"
+  else  # a folder of several programs: run each
+    for program in $(find "$prefix/build-$name" -maxdepth 1 -type f -executable | sort); do
+      "$program"
+    done
+  fi
 done
 echo "install check: passed"

@@ -29,6 +29,11 @@ struct Core {
   std::vector<std::string> leaks;                      // buffers in use when their queue went away
 };
 
+// What a core's unified buffer holds where the kernel has not written: a
+// float NaN, a half NaN, so that a kernel reading what it never wrote sees
+// it in its results. Set on the parts InitBuffer and PopStackBuffer hand out.
+constexpr unsigned char kUbPoison = 0xFF;
+
 // The core this thread runs, or nullptr outside a launch.
 Core* current();
 

@@ -8,6 +8,7 @@
 // staged dy and res_for_gamma over the staged x; narrow both into the
 // outputs with zeros in the padding. The staging is where half is cast up
 // (exactly) and where storageH padding is dropped, as the device's casts do.
+// Float rows without padding skip it: one call over the tensors themselves.
 //
 // Scratch layout (floats, each region 32-byte aligned), sized by the largest
 // pass R = nohCalSize (nohTailSize when there is no full pass):
@@ -187,10 +188,22 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
 
   // ---- Compute: every check has passed. ----
   using lngrad::Dtype;
-  float* gamma = f + l.gamma;
-  widen_rows(inputGamma.data, ts, 1, h, oh, gamma);
   lngrad::GradXOptions options;
   options.epsilon = epsilon;  // already rounded to T by the caller
+  if (ts == 4 && h == oh) {
+    // Float rows without padding need no staging: one call over all rows
+    // gives the bits the passes would (a row's result does not depend on
+    // the rows computed with it), without copying every row twice.
+    const auto rn = static_cast<std::int64_t>(rows), hn = static_cast<std::int64_t>(h);
+    lngrad::layer_norm_grad_x({inputDy.data, Dtype::float32, {rn, hn}}, {inputX.data, Dtype::float32, {rn, hn}},
+                              {inputVariance.data, Dtype::float32, {rn}}, {inputMean.data, Dtype::float32, {rn}},
+                              lngrad::ConstTensorView{inputGamma.data, Dtype::float32, {hn}},
+                              {outputPdX.data, Dtype::float32, {rn, hn}}, {resForGamma.data, Dtype::float32, {rn, hn}},
+                              options);
+    return;
+  }
+  float* gamma = f + l.gamma;
+  widen_rows(inputGamma.data, ts, 1, h, oh, gamma);
   const std::uint64_t passes = std::uint64_t{t.loopNum} + (t.tailSize != 0 ? 1 : 0);
   std::uint64_t row0 = 0;
   for (std::uint64_t p = 0; p < passes; ++p) {

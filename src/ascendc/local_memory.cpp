@@ -2,6 +2,7 @@
 // TBufs; queues follow the device's buffer state machine. Each refusal
 // names the queue by its position and InitBuffer order ("TQue<VECIN> #2").
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -144,6 +145,7 @@ void pipe_init(const void* pipe, LocalBuffers& b, TPosition pos, bool is_queue, 
   b.fifo.clear();
   b.cursor = 0;
   b.core = &c;
+  std::memset(b.base, kUbPoison, total);
   c.pipe_used += static_cast<std::uint32_t>(total);
   c.buffers.push_back(&b);
 }
@@ -242,6 +244,7 @@ Region buf_get(const LocalBuffers& b, std::uint64_t offset, std::uint64_t bytes,
 
 Region stack_region() {
   Core& c = require_core("PopStackBuffer");
+  std::memset(c.ub + c.pipe_used, kUbPoison, c.ub_size - c.pipe_used);
   return {c.ub + c.pipe_used, c.ub_size - c.pipe_used};
 }
 

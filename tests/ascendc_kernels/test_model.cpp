@@ -59,8 +59,8 @@ TEST_F(Model, SerialRunsBlocksInOrder) {
   EXPECT_EQ(order, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5}));
 }
 
-// A core starts with a unified buffer of its own, filled with 0xFF bytes
-// (NaN as float and half), whatever the core before it left there.
+// The buffers InitBuffer hands a core are filled with 0xFF bytes (NaN as
+// float and half), whatever the core before it left in that unified buffer.
 TEST_F(Model, EachCoreStartsWithAPoisonedUnifiedBuffer) {
   Gm<std::uint32_t> first_word(16);
   ASSERT_EQ(launch_error(
