@@ -3,6 +3,7 @@
 // report naming the kernel and the lowest-numbered failing core.
 #include "ascendc/core.hpp"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -181,6 +182,53 @@ std::string refuse(const KernelCall& call, const Soc& soc, KernelMode mode) {
   return "";
 }
 
+// ---- Memory faults inside kernels ----------------------------------------------------
+// A raw pointer run past a GM block or a core's UB hits a guard page. While
+// a kernel runs, the fault is reported with the kernel, the core and the
+// memory it ran past, and the program ends (exit status 1): nothing can
+// unwind out of a signal handler. Other faults go to the previous handler.
+
+struct sigaction g_previous_segv;
+
+void on_fault(int sig, siginfo_t* info, void* context) {
+  const Core* c = t_core;
+  if (c != nullptr) {
+    char what[256];
+    std::size_t n = describe_gm_fault(info->si_addr, what, sizeof what);
+    const auto* at = static_cast<const unsigned char*>(info->si_addr);
+    if (n == 0 && at >= c->ub + c->ub_size && at < c->ub + c->ub_size + page_bytes()) {
+      n = static_cast<std::size_t>(std::snprintf(what, sizeof what, "an access at byte %lu of its %u-byte unified buffer",
+                                                 static_cast<unsigned long>(at - c->ub), c->ub_size));
+    }
+    if (n == 0) n = static_cast<std::size_t>(std::snprintf(what, sizeof what, "a memory fault at %p", info->si_addr));
+    char text[512];
+    const int len = std::snprintf(text, sizeof text,
+                                  "lngrad: kernel %s, core %u: %s, through a raw pointer (the device faults or "
+                                  "overwrites another buffer there)\n",
+                                  c->kernel, c->index, what);
+    if (len > 0) static_cast<void>(write(STDERR_FILENO, text, static_cast<std::size_t>(len)));
+    _exit(EXIT_FAILURE);
+  }
+  if (g_previous_segv.sa_flags & SA_SIGINFO) {
+    g_previous_segv.sa_sigaction(sig, info, context);
+  } else if (g_previous_segv.sa_handler != SIG_IGN && g_previous_segv.sa_handler != SIG_DFL) {
+    g_previous_segv.sa_handler(sig);
+  } else {
+    signal(sig, SIG_DFL);  // returning re-runs the access, which now ends the program as usual
+  }
+}
+
+void install_fault_report() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &g_previous_segv);
+  });
+}
+
 std::string leaks_message(const std::vector<std::string>& leaks) {
   std::string m = "buffers still in use when the kernel returned (the device's npuchk reports them): ";
   for (std::size_t i = 0; i < leaks.size(); ++i) m += (i ? "; " : "") + leaks[i];
@@ -242,6 +290,7 @@ bool launch(const KernelCall& call) {
     threads = s.threads;
   }
   if (const std::string why = refuse(call, soc, mode); !why.empty()) return report(call, soc, why, on_error);
+  install_fault_report();
 
   const auto cores = static_cast<std::uint32_t>(call.block_dim);
   int workers = serial ? 1 : (threads > 0 ? threads : lngrad::runtime::available_cores());

@@ -2,6 +2,7 @@
 // call made on a thread finds its core through current().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -39,5 +40,10 @@ Core* current();
 
 // The core, or an error naming the call that needs one.
 Core& require_core(const char* call);
+
+// For a fault at `address` in the guard page after a GM block: a sentence
+// naming the block and how far past its end the access was, written to
+// text; its length, or 0 for another address.
+std::size_t describe_gm_fault(const void* address, char* text, std::size_t capacity);
 
 }  // namespace AscendC::detail

@@ -351,4 +351,35 @@ TEST(ChecksExit, AFailedLaunchExitsWithTheReport) {
       ::testing::ExitedWithCode(1), "lngrad: kernel exits \\(blockDim 2 on .*\\): core 0: WaitFlag");
 }
 
+// Raw pointers run past a GM block or the UB hit a guard page: the fault is
+// reported with the kernel, the core and the memory, and the program ends.
+TEST(ChecksFault, RawPointerPastAGmBlock) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        auto* p = static_cast<float*>(AscendC::GmAlloc(64 * sizeof(float)));
+        AscendC::detail::run_kernel("overrun", [p]() {
+          volatile float* q = p;
+          q[64] = 1.0f;
+        }, 1);
+      },
+      ::testing::ExitedWithCode(1), "kernel overrun, core 0: an access at byte 256 of GM block #[0-9]+, which holds 256");
+}
+
+TEST(ChecksFault, RawPointerPastTheUnifiedBuffer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        lngrad::ascendc::set_soc("Ascend910B1");
+        AscendC::detail::run_kernel("ub_overrun", []() {
+          TPipe pipe;
+          AscendC::TBuf<TPosition::VECCALC> all;
+          pipe.InitBuffer(all, 196608);
+          volatile float* q = all.Get<float>().GetPhyAddr();
+          q[196608 / 4 + 3] = 1.0f;
+        }, 1);
+      },
+      ::testing::ExitedWithCode(1), "kernel ub_overrun, core 0: an access at byte 196620 of its 196608-byte unified");
+}
+
 }  // namespace
