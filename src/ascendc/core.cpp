@@ -200,7 +200,7 @@ void on_fault(int sig, siginfo_t* info, void* context) {
       n = static_cast<std::size_t>(std::snprintf(what, sizeof what, "an access at byte %lu of its %u-byte unified buffer",
                                                  static_cast<unsigned long>(at - c->ub), c->ub_size));
     }
-    if (n == 0) n = static_cast<std::size_t>(std::snprintf(what, sizeof what, "a memory fault at %p", info->si_addr));
+    if (n == 0) std::snprintf(what, sizeof what, "a memory fault at %p", info->si_addr);
     char text[512];
     const int len = std::snprintf(text, sizeof text,
                                   "lngrad: kernel %s, core %u: %s, through a raw pointer (the device faults or "

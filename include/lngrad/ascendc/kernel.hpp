@@ -362,6 +362,8 @@ bool PopStackBuffer(LocalTensor<T>& popLocal) {
 // The tiling reaches a kernel as GM_ADDR; these copy it into a struct, after
 // checking that the GM block holds that many bytes. GET_TILING_DATA uses the
 // class REGISTER_TILING_DATA_CLASS registered (register/tilingdata_base.h).
+// The struct arguments are type names, which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define GET_TILING_DATA(tiling_data, tiling_arg)                  \
   decltype(::optiling::LngradDefaultTilingData()) tiling_data;    \
   ::AscendC::detail::load_tiling(&(tiling_data), sizeof(tiling_data), (tiling_arg), "GET_TILING_DATA")
@@ -374,3 +376,4 @@ bool PopStackBuffer(LocalTensor<T>& popLocal) {
 #define TILING_KEY_IS(key) (::AscendC::detail::tiling_key() == static_cast<std::uint64_t>(key))
 #define REGISTER_TILING_DEFAULT(tiling_struct)
 #define REGISTER_TILING_FOR_TILINGKEY(expression, tiling_struct)
+// NOLINTEND(bugprone-macro-parentheses)
