@@ -1,5 +1,5 @@
-// The AscendC high-level LayerNormGrad / LayerNormGradBeta APIs and their
-// host tiling, in CANN's names and namespaces, runnable on any CPU.
+// The AscendC high-level LayerNorm / LayerNormGrad / LayerNormGradBeta APIs
+// and their host tiling, in CANN's names and namespaces, runnable on any CPU.
 //
 // Kernel code written against CANN (seeds 001 and 002) compiles unchanged:
 // LocalTensor<T> is a non-owning view over host memory, `half` is IEEE
@@ -8,7 +8,8 @@
 // The arithmetic is lngrad's op-level float32 kernels (<lngrad/lngrad.hpp>);
 // half inputs are widened exactly and results rounded to nearest-even.
 //
-// Layout: inputDy, inputX, outputPdX, resForGamma hold B*S rows of storageH
+// Layout (LayerNormGrad, LayerNormGradBeta; LayerNorm takes unpadded rows):
+// inputDy, inputX, outputPdX, resForGamma hold B*S rows of storageH
 // (tiling.hLength) elements, of which the first originH
 // (tiling.originalHLength) are computed; the padding is ignored on input and
 // written as zero. inputMean/inputVariance hold B*S values (their allocation

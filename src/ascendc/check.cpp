@@ -17,6 +17,10 @@ std::uint32_t Refuser::fits_u32(const std::string& what, std::uint64_t value) co
   return static_cast<std::uint32_t>(value);
 }
 
+void Refuser::scratch_at_least(const Scratch& s, std::uint64_t bytes, const std::string& expected) const {
+  if (s.buffer.count < bytes) fail(scratch_name(s), expected, std::to_string(s.buffer.count));
+}
+
 void Refuser::tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why,
                      std::uint64_t allowed_max) const {
   if (b.data == nullptr) fail(name, "a tensor with data", "a null address");
@@ -102,9 +106,18 @@ void check_rows(const Refuser& r, std::uint32_t b, std::uint32_t s, std::uint32_
   }
 }
 
-void check_scratch_alignment(const Refuser& r, const void* data) {
-  if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) != 0) {
-    r.fail("sharedTmpBuffer", "an address aligned to 4 bytes (it holds float32 work rows)", "a misaligned address");
+const char* scratch_name(const Scratch& s) {
+  return s.kernel_stack ? "the unified buffer left after InitBuffer (the tmp space of a call without sharedTmpBuffer)"
+                        : "sharedTmpBuffer";
+}
+
+void check_scratch(const Refuser& r, const Scratch& s, std::uint64_t min_tmp, const std::string& min_origin,
+                   std::uint64_t stack_bytes, const char* stack_field) {
+  r.scratch_at_least(s, min_tmp, "at least " + std::to_string(min_tmp) + " bytes (" + min_origin + ")");
+  r.scratch_at_least(s, stack_bytes,
+                     "at least " + std::string(stack_field) + " = " + std::to_string(stack_bytes) + " bytes");
+  if (reinterpret_cast<std::uintptr_t>(s.buffer.data) % alignof(float) != 0) {
+    r.fail(scratch_name(s), "an address aligned to 4 bytes (it holds float32 work rows)", "a misaligned address");
   }
 }
 

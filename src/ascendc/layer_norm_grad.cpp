@@ -97,7 +97,7 @@ std::byte* bytes(const Buffer& b, std::uint32_t type_size, std::uint64_t element
 }  // namespace
 
 void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer inputX, Buffer inputVariance,
-                   Buffer inputMean, Buffer inputGamma, Buffer scratch, float epsilon, const LayerNormGradTiling& t,
+                   Buffer inputMean, Buffer inputGamma, Scratch scratch, float epsilon, const LayerNormGradTiling& t,
                    DataFormat format, std::uint32_t typeSize, bool isReuseSource) {
   const Refuser r("LayerNormGrad");
   const std::uint32_t ts = typeSize;
@@ -150,25 +150,14 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
   const std::uint64_t need = l.floats * sizeof(float);
   std::vector<float> owned;
   float* f = nullptr;
-  if (scratch.data != nullptr) {
-    if (scratch.count < min_tmp) {
-      r.fail("sharedTmpBuffer",
-             "at least " + std::to_string(min_tmp) + " bytes (GetLayerNormGradMaxMinTmpSize minimum for " + dims + ")",
-             std::to_string(scratch.count));
-    }
-    if (scratch.count < t.stackBufferSize) {
-      r.fail("sharedTmpBuffer", "at least tiling.stackBufferSize = " + std::to_string(t.stackBufferSize) + " bytes",
-             std::to_string(scratch.count));
-    }
-    if (scratch.count < need) {
-      r.fail("sharedTmpBuffer",
-             "at least " + std::to_string(need) + " bytes (float32 work rows for passes of " +
-                 std::to_string(max_rows) + " rows, tiling.nohCalSize)",
-             std::to_string(scratch.count));
-    }
-    check_scratch_alignment(r, scratch.data);
-    f = static_cast<float*>(scratch.data);
-  } else {  // the overload without sharedTmpBuffer: the library provides what the plan uses
+  if (scratch.buffer.data != nullptr) {
+    check_scratch(r, scratch, min_tmp, "GetLayerNormGradMaxMinTmpSize minimum for " + dims, t.stackBufferSize,
+                  "tiling.stackBufferSize");
+    r.scratch_at_least(scratch, need,
+                       "at least " + std::to_string(need) + " bytes (float32 work rows for passes of " +
+                           std::to_string(max_rows) + " rows, tiling.nohCalSize)");
+    f = static_cast<float*>(scratch.buffer.data);
+  } else {  // called outside a kernel without sharedTmpBuffer: the library provides what the plan uses
     owned.resize(need / sizeof(float) + 1);  // bounded by the tensors, whatever stackBufferSize says
     f = owned.data();
   }
@@ -185,7 +174,7 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
   if (isReuseSource) regions.written_input("inputX", inputX.data, bsh * ts, {"inputDy"});
   regions.output("outputPdX", outputPdX.data, bsh * ts, {"inputDy", "inputX"});
   regions.output("resForGamma", resForGamma.data, bsh * ts, {"inputDy", "inputX"});
-  if (scratch.data != nullptr) regions.scratch("sharedTmpBuffer", scratch.data, scratch.count);
+  if (scratch.buffer.data != nullptr) regions.scratch(scratch_name(scratch), scratch.buffer.data, scratch.buffer.count);
 
   // ---- Compute: every check has passed. ----
   using lngrad::Dtype;

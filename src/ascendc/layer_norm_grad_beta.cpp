@@ -50,7 +50,7 @@ constexpr TilingField<Tiling> kFields[] = {
 }  // namespace
 
 void LayerNormGradBeta(Buffer outputPdGamma, Buffer outputPdBeta, Buffer resForGamma, Buffer inputDy,
-                       Buffer scratch, const LayerNormGradBetaTiling& t, std::uint32_t typeSize,
+                       Scratch scratch, const LayerNormGradBetaTiling& t, std::uint32_t typeSize,
                        bool isReuseSource) {
   const Refuser r("LayerNormGradBeta");
   const std::uint32_t ts = typeSize;
@@ -87,20 +87,11 @@ void LayerNormGradBeta(Buffer outputPdGamma, Buffer outputPdBeta, Buffer resForG
 
   std::vector<float> owned;
   float* f = nullptr;
-  if (scratch.data != nullptr) {
-    if (scratch.count < min_tmp) {
-      r.fail("sharedTmpBuffer",
-             "at least " + std::to_string(min_tmp) + " bytes (GetLayerNormGradBetaMaxMinTmpSize minimum for " + dims +
-                 ")",
-             std::to_string(scratch.count));
-    }
-    if (scratch.count < stack_bytes) {
-      r.fail("sharedTmpBuffer", "at least tiling.stackBufferSize = " + std::to_string(stack_bytes) + " bytes",
-             std::to_string(scratch.count));
-    }
-    check_scratch_alignment(r, scratch.data);
-    f = static_cast<float*>(scratch.data);
-  } else {  // the overload without sharedTmpBuffer: the library provides what the plan uses
+  if (scratch.buffer.data != nullptr) {
+    check_scratch(r, scratch, min_tmp, "GetLayerNormGradBetaMaxMinTmpSize minimum for " + dims, stack_bytes,
+                  "tiling.stackBufferSize");
+    f = static_cast<float*>(scratch.buffer.data);
+  } else {  // called outside a kernel without sharedTmpBuffer: the library provides what the plan uses
     // Pass sums (2H at inputDyTmpTensorPos, or at 0 for float) and, for half,
     // the accumulators at gamma/betaTempTensorPos: bounded by the tensors,
     // whatever stackBufferSize says.
@@ -118,7 +109,7 @@ void LayerNormGradBeta(Buffer outputPdGamma, Buffer outputPdBeta, Buffer resForG
   regions.input("inputDy", inputDy.data, bsh * ts);
   regions.output("outputPdGamma", outputPdGamma.data, h * ts, {});
   regions.output("outputPdBeta", outputPdBeta.data, h * ts, {});
-  if (scratch.data != nullptr) regions.scratch("sharedTmpBuffer", scratch.data, scratch.count);
+  if (scratch.buffer.data != nullptr) regions.scratch(scratch_name(scratch), scratch.buffer.data, scratch.buffer.count);
 
   // ---- Compute: every check has passed. ----
   using lngrad::Dtype;
