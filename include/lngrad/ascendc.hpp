@@ -5,8 +5,10 @@
 // LocalTensor<T> is a non-owning view over host memory, `half` is IEEE
 // binary16 storage, and the calls run the tiling's plan (loopNum passes of
 // nohCalSize rows and a tail) with sharedTmpBuffer as the real scratch.
-// The arithmetic is lngrad's op-level float32 kernels (<lngrad/lngrad.hpp>);
-// half inputs are widened exactly and results rounded to nearest-even.
+// The arithmetic is float32: lngrad's op-level kernels (<lngrad/lngrad.hpp>)
+// for LayerNorm and LayerNormGrad, the device's row-order sums for
+// LayerNormGradBeta (see normalization.hpp); half inputs are widened exactly
+// and results rounded to nearest-even.
 //
 // Layout (LayerNormGrad, LayerNormGradBeta; LayerNorm takes unpadded rows):
 // inputDy, inputX, outputPdX, resForGamma hold B*S rows of storageH

@@ -1,6 +1,15 @@
 // The AscendC high-level normalization APIs on LocalTensors: LayerNorm
-// (forward), LayerNormGrad (seed 002) and LayerNormGradBeta (seed 001),
-// computed by lngrad's op-level float32 kernels through the tiling's plan.
+// (forward) and LayerNormGrad (seed 002), computed by lngrad's op-level
+// float32 kernels through the tiling's plan, and LayerNormGradBeta (seed
+// 001), summed in the device's order.
+//
+// Summation order: LayerNormGradBeta adds rows strictly in row order into
+// one float32 accumulator per column, as the device does, whatever the tmp
+// size: its results are the device's bits. LayerNorm's and LayerNormGrad's
+// row sums (mean, variance, pd_var, pd_mean) are lngrad's op-level sums,
+// whose order differs from the device's folding of a row into 64-lane
+// blocks: those results agree with the device within float32 rounding, not
+// bit for bit.
 //
 // The overloads without sharedTmpBuffer take their tmp space where the
 // device does: inside a kernel core, the unified buffer left after the
@@ -119,8 +128,9 @@ inline void LayerNormGrad(const LocalTensor<T>& outputPdX, const LocalTensor<T>&
                         shapeInfo.dataFormat, sizeof(T), isReuseSource);
 }
 
-// Seed 001. The outputs must not overlap the inputs. isReuseSource is
-// accepted for float (the inputs are left intact) and refused for half.
+// Seed 001, in the device's row order (above). The outputs must not overlap
+// the inputs. isReuseSource (float only) lets the call keep the products
+// dy * resForGamma in resForGamma, as the device does; it is refused for half.
 template <typename T, bool isReuseSource = false>
 inline void LayerNormGradBeta(const LocalTensor<T>& outputPdGamma, const LocalTensor<T>& outputPdBeta,
                               const LocalTensor<T>& resForGamma, const LocalTensor<T>& inputDy,
