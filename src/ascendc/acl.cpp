@@ -12,6 +12,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct Context {
 
 struct Stream {
   Context* context = nullptr;
+  // cppcheck-suppress unusedStructMember ; read through the registry's unique_ptr, which cppcheck does not follow
   Pending pending;
 };
 
@@ -76,9 +78,7 @@ const char* kind_name(int kind) {
 // One call: the runtime locked, refusals recorded for aclGetRecentErrMsg.
 class Call {
  public:
-  explicit Call(const char* api) : r(runtime()), api_(api), lock_(r.mutex) {}
-
-  Runtime& r;
+  Call(const char* api, Runtime& r) : api_(api), r_(r), lock_(r_.mutex) {}
 
   // "<api>: <argument>: expected <...>, given <...>"
   aclError fail(aclError code, const std::string& argument, const std::string& expected,
@@ -91,16 +91,16 @@ class Call {
   }
 
   bool uninitialized(aclError* code) const {
-    if (r.initialized) return false;
-    *code = say(ACL_ERROR_UNINITIALIZE, r.finalized_once ? "called after aclFinalize (aclInit first)"
+    if (r_.initialized) return false;
+    *code = say(ACL_ERROR_UNINITIALIZE, r_.finalized_once ? "called after aclFinalize (aclInit first)"
                                                          : "called before aclInit");
     return true;
   }
 
   // The calling thread's current context, or nullptr.
   Context* current() const {
-    const auto it = r.contexts.find(t_current);
-    return it == r.contexts.end() ? nullptr : it->second.get();
+    const auto it = r_.contexts.find(t_current);
+    return it == r_.contexts.end() ? nullptr : it->second.get();
   }
   bool no_context(aclError* code) const {
     if (current() != nullptr) return false;
@@ -124,8 +124,8 @@ class Call {
       if (no_context(code)) return nullptr;
       return &ctx->default_stream;
     }
-    const auto it = r.streams.find(stream);
-    if (it == r.streams.end()) {
+    const auto it = r_.streams.find(stream);
+    if (it == r_.streams.end()) {
       *code = fail(ACL_ERROR_INVALID_RESOURCE_HANDLE, "stream",
                    "a stream from aclrtCreateStream not yet destroyed, or nullptr", address(stream));
       return nullptr;
@@ -149,8 +149,8 @@ class Call {
   }
 
   void destroy_streams_of(const Context* ctx) const {
-    for (auto it = r.streams.begin(); it != r.streams.end();) {
-      it = it->second->context == ctx ? r.streams.erase(it) : std::next(it);
+    for (auto it = r_.streams.begin(); it != r_.streams.end();) {
+      it = it->second->context == ctx ? r_.streams.erase(it) : std::next(it);
     }
   }
 
@@ -172,8 +172,8 @@ class Call {
       size = block.size;
     } else {
       const auto at = reinterpret_cast<std::uintptr_t>(p);
-      auto it = r.host_blocks.upper_bound(at);
-      if (it == r.host_blocks.begin()) return false;  // host memory lngrad does not know: unchecked
+      auto it = r_.host_blocks.upper_bound(at);
+      if (it == r_.host_blocks.begin()) return false;  // host memory lngrad does not know: unchecked
       --it;
       if (at - it->first >= it->second) return false;
       offset = at - it->first;
@@ -235,40 +235,58 @@ class Call {
 
  private:
   const char* api_;
+  Runtime& r_;
   std::unique_lock<std::mutex> lock_;
 };
+
+// Runs one ACL call: the runtime locked, ACL_ERROR_UNINITIALIZE unless
+// aclInit has run.
+template <typename Body>
+aclError run(const char* api, Body body) {
+  Runtime& r = runtime();
+  const Call c(api, r);
+  aclError code = ACL_SUCCESS;
+  if (c.uninitialized(&code)) return code;
+  if constexpr (std::is_invocable_v<Body, const Call&, Runtime&>) {
+    return body(c, r);
+  } else {
+    return body(c);
+  }
+}
 
 }  // namespace
 
 extern "C" {
 
 aclError aclInit(const char* configPath) {
-  const Call c("aclInit");
-  if (c.r.initialized) return c.say(ACL_ERROR_REPEAT_INITIALIZE, "called again before aclFinalize");
+  Runtime& r = runtime();
+  const Call c("aclInit", r);
+  if (r.initialized) return c.say(ACL_ERROR_REPEAT_INITIALIZE, "called again before aclFinalize");
   if (configPath != nullptr && configPath[0] != '\0' && !std::ifstream(configPath).good()) {
     std::string given = "\"";  // built by appends: GCC 12 warns falsely on a + chain here
     given += configPath;
     given += "\" (cannot be opened)";
     return c.fail(ACL_ERROR_INVALID_FILE, "configPath", "nullptr, \"\" or a readable file", given);
   }
-  c.r.initialized = true;
+  r.initialized = true;
   return ACL_SUCCESS;
 }
 
 aclError aclFinalize() {
-  const Call c("aclFinalize");
-  if (!c.r.initialized) {
-    return c.r.finalized_once ? c.say(ACL_ERROR_REPEAT_FINALIZE, "called again after aclFinalize")
-                              : c.say(ACL_ERROR_UNINITIALIZE, "called before aclInit");
+  Runtime& r = runtime();
+  const Call c("aclFinalize", r);
+  if (!r.initialized) {
+    return r.finalized_once ? c.say(ACL_ERROR_REPEAT_FINALIZE, "called again after aclFinalize")
+                            : c.say(ACL_ERROR_UNINITIALIZE, "called before aclInit");
   }
-  c.r.streams.clear();
-  c.r.contexts.clear();
+  r.streams.clear();
+  r.contexts.clear();
   for (std::int32_t d = 0; d < kDeviceCount; ++d) {
-    c.r.set_count[d] = 0;
-    c.r.default_context[d] = nullptr;
+    r.set_count[d] = 0;
+    r.default_context[d] = nullptr;
   }
-  c.r.initialized = false;
-  c.r.finalized_once = true;
+  r.initialized = false;
+  r.finalized_once = true;
   return ACL_SUCCESS;
 }
 
@@ -284,277 +302,272 @@ const char* aclGetRecentErrMsg() {
 }
 
 aclError aclrtSetDevice(std::int32_t deviceId) {
-  const Call c("aclrtSetDevice");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code) || c.bad_device(deviceId, &code)) return code;
-  Context*& ctx = c.r.default_context[deviceId];
-  if (ctx == nullptr) {
-    auto owned = std::make_unique<Context>();
-    owned->device = deviceId;
-    owned->is_default = true;
-    ctx = owned.get();
-    c.r.contexts[ctx] = std::move(owned);
-  }
-  ++c.r.set_count[deviceId];
-  t_current = ctx;
-  return ACL_SUCCESS;
+  return run("aclrtSetDevice", [&](const Call& c, Runtime& r) {
+    aclError code = ACL_SUCCESS;
+    if (c.bad_device(deviceId, &code)) return code;
+    Context*& ctx = r.default_context[deviceId];
+    if (ctx == nullptr) {
+      auto owned = std::make_unique<Context>();
+      owned->device = deviceId;
+      owned->is_default = true;
+      ctx = owned.get();
+      r.contexts[ctx] = std::move(owned);
+    }
+    ++r.set_count[deviceId];
+    t_current = ctx;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtResetDevice(std::int32_t deviceId) {
-  const Call c("aclrtResetDevice");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code) || c.bad_device(deviceId, &code)) return code;
-  if (c.r.set_count[deviceId] == 0) {
-    return c.fail(ACL_ERROR_INVALID_PARAM, "deviceId", "a device set by aclrtSetDevice and not yet reset",
-                  std::to_string(deviceId) + " (not set)");
-  }
-  if (--c.r.set_count[deviceId] == 0) {  // releases the default context and its streams
-    Context* ctx = c.r.default_context[deviceId];
-    c.destroy_streams_of(ctx);
-    c.r.contexts.erase(ctx);
-    c.r.default_context[deviceId] = nullptr;
-  }
-  return ACL_SUCCESS;
+  return run("aclrtResetDevice", [&](const Call& c, Runtime& r) {
+    aclError code = ACL_SUCCESS;
+    if (c.bad_device(deviceId, &code)) return code;
+    if (r.set_count[deviceId] == 0) {
+      return c.fail(ACL_ERROR_INVALID_PARAM, "deviceId", "a device set by aclrtSetDevice and not yet reset",
+                    std::to_string(deviceId) + " (not set)");
+    }
+    if (--r.set_count[deviceId] == 0) {  // releases the default context and its streams
+      Context* ctx = r.default_context[deviceId];
+      c.destroy_streams_of(ctx);
+      r.contexts.erase(ctx);
+      r.default_context[deviceId] = nullptr;
+    }
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtGetDevice(std::int32_t* deviceId) {
-  const Call c("aclrtGetDevice");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (deviceId == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "deviceId", "an address", "nullptr");
-  if (c.no_context(&code)) return code;
-  *deviceId = c.current()->device;
-  return ACL_SUCCESS;
+  return run("aclrtGetDevice", [&](const Call& c) {
+    aclError code = ACL_SUCCESS;
+    if (deviceId == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "deviceId", "an address", "nullptr");
+    if (c.no_context(&code)) return code;
+    *deviceId = c.current()->device;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtGetDeviceCount(std::uint32_t* count) {
-  const Call c("aclrtGetDeviceCount");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (count == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "count", "an address", "nullptr");
-  *count = kDeviceCount;
-  return ACL_SUCCESS;
+  return run("aclrtGetDeviceCount", [&](const Call& c) {
+    if (count == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "count", "an address", "nullptr");
+    *count = kDeviceCount;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtSynchronizeDevice() {
-  const Call c("aclrtSynchronizeDevice");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code) || c.no_context(&code)) return code;
-  const std::int32_t device = c.current()->device;
-  Pending all;
-  for (auto& [handle, ctx] : c.r.contexts) {
-    if (ctx->device != device) continue;
-    for (auto& e : ctx->default_stream) all.push_back(std::move(e));
-    ctx->default_stream.clear();
-  }
-  for (auto& [handle, stream] : c.r.streams) {
-    if (stream->context->device != device) continue;
-    for (auto& e : stream->pending) all.push_back(std::move(e));
-    stream->pending.clear();
-  }
-  return c.report(&all);
+  return run("aclrtSynchronizeDevice", [&](const Call& c, Runtime& r) {
+    aclError code = ACL_SUCCESS;
+    if (c.no_context(&code)) return code;
+    const std::int32_t device = c.current()->device;
+    Pending all;
+    for (auto& [handle, ctx] : r.contexts) {
+      if (ctx->device != device) continue;
+      for (auto& e : ctx->default_stream) all.push_back(std::move(e));
+      ctx->default_stream.clear();
+    }
+    for (auto& [handle, stream] : r.streams) {
+      if (stream->context->device != device) continue;
+      for (auto& e : stream->pending) all.push_back(std::move(e));
+      stream->pending.clear();
+    }
+    return c.report(&all);
+  });
 }
 
 aclError aclrtCreateContext(aclrtContext* context, std::int32_t deviceId) {
-  const Call c("aclrtCreateContext");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (context == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "context", "an address", "nullptr");
-  if (c.bad_device(deviceId, &code)) return code;
-  auto owned = std::make_unique<Context>();
-  owned->device = deviceId;
-  Context* ctx = owned.get();
-  c.r.contexts[ctx] = std::move(owned);
-  t_current = ctx;
-  *context = ctx;
-  return ACL_SUCCESS;
+  return run("aclrtCreateContext", [&](const Call& c, Runtime& r) {
+    aclError code = ACL_SUCCESS;
+    if (context == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "context", "an address", "nullptr");
+    if (c.bad_device(deviceId, &code)) return code;
+    auto owned = std::make_unique<Context>();
+    owned->device = deviceId;
+    Context* ctx = owned.get();
+    r.contexts[ctx] = std::move(owned);
+    t_current = ctx;
+    *context = ctx;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtDestroyContext(aclrtContext context) {
-  const Call c("aclrtDestroyContext");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  const auto it = c.r.contexts.find(context);
-  if (it == c.r.contexts.end()) {
-    return c.fail(ACL_ERROR_INVALID_RESOURCE_HANDLE, "context",
-                  "a context from aclrtCreateContext not yet destroyed", address(context));
-  }
-  if (it->second->is_default) {
-    return c.fail(ACL_ERROR_INVALID_PARAM, "context", "a context from aclrtCreateContext",
-                  "the default context of device " + std::to_string(it->second->device) +
-                      " (aclrtResetDevice releases it)");
-  }
-  c.destroy_streams_of(it->second.get());
-  c.r.contexts.erase(it);
-  return ACL_SUCCESS;
+  return run("aclrtDestroyContext", [&](const Call& c, Runtime& r) {
+    const auto it = r.contexts.find(context);
+    if (it == r.contexts.end()) {
+      return c.fail(ACL_ERROR_INVALID_RESOURCE_HANDLE, "context",
+                    "a context from aclrtCreateContext not yet destroyed", address(context));
+    }
+    if (it->second->is_default) {
+      return c.fail(ACL_ERROR_INVALID_PARAM, "context", "a context from aclrtCreateContext",
+                    "the default context of device " + std::to_string(it->second->device) +
+                        " (aclrtResetDevice releases it)");
+    }
+    c.destroy_streams_of(it->second.get());
+    r.contexts.erase(it);
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtSetCurrentContext(aclrtContext context) {
-  const Call c("aclrtSetCurrentContext");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (c.r.contexts.count(context) == 0) {
-    return c.fail(ACL_ERROR_INVALID_RESOURCE_HANDLE, "context", "a live context", address(context));
-  }
-  t_current = context;
-  return ACL_SUCCESS;
+  return run("aclrtSetCurrentContext", [&](const Call& c, Runtime& r) {
+    if (r.contexts.count(context) == 0) {
+      return c.fail(ACL_ERROR_INVALID_RESOURCE_HANDLE, "context", "a live context", address(context));
+    }
+    t_current = context;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtGetCurrentContext(aclrtContext* context) {
-  const Call c("aclrtGetCurrentContext");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (context == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "context", "an address", "nullptr");
-  if (c.no_context(&code)) return code;
-  *context = c.current();
-  return ACL_SUCCESS;
+  return run("aclrtGetCurrentContext", [&](const Call& c) {
+    aclError code = ACL_SUCCESS;
+    if (context == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "context", "an address", "nullptr");
+    if (c.no_context(&code)) return code;
+    *context = c.current();
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtCreateStream(aclrtStream* stream) {
-  const Call c("aclrtCreateStream");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (stream == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "stream", "an address", "nullptr");
-  if (c.no_context(&code)) return code;
-  auto owned = std::make_unique<Stream>();
-  owned->context = c.current();
-  *stream = owned.get();
-  c.r.streams[owned.get()] = std::move(owned);
-  return ACL_SUCCESS;
+  return run("aclrtCreateStream", [&](const Call& c, Runtime& r) {
+    aclError code = ACL_SUCCESS;
+    if (stream == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "stream", "an address", "nullptr");
+    if (c.no_context(&code)) return code;
+    auto owned = std::make_unique<Stream>();
+    owned->context = c.current();
+    *stream = owned.get();
+    r.streams[owned.get()] = std::move(owned);
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtDestroyStream(aclrtStream stream) {
-  const Call c("aclrtDestroyStream");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (stream == nullptr) {
-    return c.fail(ACL_ERROR_INVALID_PARAM, "stream", "a stream from aclrtCreateStream",
-                  "nullptr (the default stream)");
-  }
-  const auto it = c.r.streams.find(stream);
-  if (it == c.r.streams.end()) {
-    return c.fail(ACL_ERROR_INVALID_RESOURCE_HANDLE, "stream", "a stream from aclrtCreateStream not yet destroyed",
-                  address(stream));
-  }
-  code = c.report(&it->second->pending);  // an unreported kernel error is not lost
-  c.r.streams.erase(it);
-  return code;
+  return run("aclrtDestroyStream", [&](const Call& c, Runtime& r) {
+    aclError code = ACL_SUCCESS;
+    if (stream == nullptr) {
+      return c.fail(ACL_ERROR_INVALID_PARAM, "stream", "a stream from aclrtCreateStream",
+                    "nullptr (the default stream)");
+    }
+    const auto it = r.streams.find(stream);
+    if (it == r.streams.end()) {
+      return c.fail(ACL_ERROR_INVALID_RESOURCE_HANDLE, "stream", "a stream from aclrtCreateStream not yet destroyed",
+                    address(stream));
+    }
+    code = c.report(&it->second->pending);  // an unreported kernel error is not lost
+    r.streams.erase(it);
+    return code;
+  });
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-  const Call c("aclrtSynchronizeStream");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  Pending* pending = c.stream(stream, false, &code);
-  return pending == nullptr ? code : c.report(pending);
+  return run("aclrtSynchronizeStream", [&](const Call& c) {
+    aclError code = ACL_SUCCESS;
+    Pending* pending = c.stream(stream, false, &code);
+    return pending == nullptr ? code : c.report(pending);
+  });
 }
 
 aclError aclrtMalloc(void** devPtr, std::size_t size, aclrtMemMallocPolicy policy) {
-  const Call c("aclrtMalloc");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (devPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "devPtr", "an address", "nullptr");
-  if (size == 0) return c.fail(ACL_ERROR_INVALID_PARAM, "size", "at least 1 byte", "0");
-  const auto p = static_cast<unsigned>(policy);
-  const unsigned flags = ACL_MEM_TYPE_LOW_BAND_WIDTH | ACL_MEM_TYPE_HIGH_BAND_WIDTH |
-                         ACL_MEM_ACCESS_USER_SPACE_READONLY;
-  if ((p & ~flags) > ACL_MEM_MALLOC_HUGE1G_ONLY_P2P) {
-    return c.fail(ACL_ERROR_INVALID_PARAM, "policy", "an aclrtMemMallocPolicy (ACL_MEM_MALLOC_HUGE_FIRST, ...)",
-                  std::to_string(p));
-  }
-  if (c.no_context(&code)) return code;
-  try {
-    *devPtr = AscendC::GmAlloc(size);
-  } catch (const std::bad_alloc&) {
-    return c.fail(ACL_ERROR_BAD_ALLOC, "size", "memory the host can allocate", std::to_string(size) + " bytes");
-  }
-  c.r.device_blocks[*devPtr] = size;
-  return ACL_SUCCESS;
+  return run("aclrtMalloc", [&](const Call& c, Runtime& r) {
+    aclError code = ACL_SUCCESS;
+    if (devPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "devPtr", "an address", "nullptr");
+    if (size == 0) return c.fail(ACL_ERROR_INVALID_PARAM, "size", "at least 1 byte", "0");
+    const auto p = static_cast<unsigned>(policy);
+    const unsigned flags = ACL_MEM_TYPE_LOW_BAND_WIDTH | ACL_MEM_TYPE_HIGH_BAND_WIDTH |
+                           ACL_MEM_ACCESS_USER_SPACE_READONLY;
+    if ((p & ~flags) > ACL_MEM_MALLOC_HUGE1G_ONLY_P2P) {
+      return c.fail(ACL_ERROR_INVALID_PARAM, "policy", "an aclrtMemMallocPolicy (ACL_MEM_MALLOC_HUGE_FIRST, ...)",
+                    std::to_string(p));
+    }
+    if (c.no_context(&code)) return code;
+    try {
+      *devPtr = AscendC::GmAlloc(size);
+    } catch (const std::bad_alloc&) {
+      return c.fail(ACL_ERROR_BAD_ALLOC, "size", "memory the host can allocate", std::to_string(size) + " bytes");
+    }
+    r.device_blocks[*devPtr] = size;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtFree(void* devPtr) {
-  const Call c("aclrtFree");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (devPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "devPtr", "an address", "nullptr");
-  const auto it = c.r.device_blocks.find(devPtr);
-  if (it == c.r.device_blocks.end()) {
-    std::string given = address(devPtr);
-    AscendC::detail::GmBlock block;
-    if (c.r.host_blocks.count(reinterpret_cast<std::uintptr_t>(devPtr)) != 0) {
-      given += " (host memory from aclrtMallocHost: aclrtFreeHost frees it)";
-    } else if (AscendC::detail::find_gm(devPtr, 1, &block) && block.begin == devPtr) {
-      given += " (memory from AscendC::GmAlloc: GmFree frees it)";
+  return run("aclrtFree", [&](const Call& c, Runtime& r) {
+    if (devPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "devPtr", "an address", "nullptr");
+    const auto it = r.device_blocks.find(devPtr);
+    if (it == r.device_blocks.end()) {
+      std::string given = address(devPtr);
+      AscendC::detail::GmBlock block;
+      if (r.host_blocks.count(reinterpret_cast<std::uintptr_t>(devPtr)) != 0) {
+        given += " (host memory from aclrtMallocHost: aclrtFreeHost frees it)";
+      } else if (AscendC::detail::find_gm(devPtr, 1, &block) && block.begin == devPtr) {
+        given += " (memory from AscendC::GmAlloc: GmFree frees it)";
+      }
+      return c.fail(ACL_ERROR_INVALID_PARAM, "devPtr", "an address aclrtMalloc returned and not yet freed", given);
     }
-    return c.fail(ACL_ERROR_INVALID_PARAM, "devPtr", "an address aclrtMalloc returned and not yet freed", given);
-  }
-  c.r.device_blocks.erase(it);
-  AscendC::GmFree(devPtr);  // registered by GmAlloc: cannot throw
-  return ACL_SUCCESS;
+    r.device_blocks.erase(it);
+    AscendC::GmFree(devPtr);  // registered by GmAlloc: cannot throw
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtMallocHost(void** hostPtr, std::size_t size) {
-  const Call c("aclrtMallocHost");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (hostPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "hostPtr", "an address", "nullptr");
-  if (size == 0) return c.fail(ACL_ERROR_INVALID_PARAM, "size", "at least 1 byte", "0");
-  constexpr std::size_t kAlign = 64;
-  void* p = size > SIZE_MAX - kAlign ? nullptr : std::aligned_alloc(kAlign, (size + kAlign - 1) / kAlign * kAlign);
-  if (p == nullptr) {
-    return c.fail(ACL_ERROR_BAD_ALLOC, "size", "memory the host can allocate", std::to_string(size) + " bytes");
-  }
-  c.r.host_blocks[reinterpret_cast<std::uintptr_t>(p)] = size;
-  *hostPtr = p;
-  return ACL_SUCCESS;
+  return run("aclrtMallocHost", [&](const Call& c, Runtime& r) {
+    if (hostPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "hostPtr", "an address", "nullptr");
+    if (size == 0) return c.fail(ACL_ERROR_INVALID_PARAM, "size", "at least 1 byte", "0");
+    constexpr std::size_t kAlign = 64;
+    void* p = size > SIZE_MAX - kAlign ? nullptr : std::aligned_alloc(kAlign, (size + kAlign - 1) / kAlign * kAlign);
+    if (p == nullptr) {
+      return c.fail(ACL_ERROR_BAD_ALLOC, "size", "memory the host can allocate", std::to_string(size) + " bytes");
+    }
+    r.host_blocks[reinterpret_cast<std::uintptr_t>(p)] = size;
+    *hostPtr = p;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
-  const Call c("aclrtFreeHost");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (hostPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "hostPtr", "an address", "nullptr");
-  const auto it = c.r.host_blocks.find(reinterpret_cast<std::uintptr_t>(hostPtr));
-  if (it == c.r.host_blocks.end()) {
-    std::string given = address(hostPtr);
-    if (c.r.device_blocks.count(hostPtr) != 0) given += " (device memory from aclrtMalloc: aclrtFree frees it)";
-    return c.fail(ACL_ERROR_INVALID_PARAM, "hostPtr", "an address aclrtMallocHost returned and not yet freed", given);
-  }
-  c.r.host_blocks.erase(it);
-  std::free(hostPtr);
-  return ACL_SUCCESS;
+  return run("aclrtFreeHost", [&](const Call& c, Runtime& r) {
+    if (hostPtr == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "hostPtr", "an address", "nullptr");
+    const auto it = r.host_blocks.find(reinterpret_cast<std::uintptr_t>(hostPtr));
+    if (it == r.host_blocks.end()) {
+      std::string given = address(hostPtr);
+      if (r.device_blocks.count(hostPtr) != 0) given += " (device memory from aclrtMalloc: aclrtFree frees it)";
+      return c.fail(ACL_ERROR_INVALID_PARAM, "hostPtr", "an address aclrtMallocHost returned and not yet freed", given);
+    }
+    r.host_blocks.erase(it);
+    std::free(hostPtr);
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtMemcpy(void* dst, std::size_t destMax, const void* src, std::size_t count, aclrtMemcpyKind kind) {
-  const Call c("aclrtMemcpy");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  return c.memcpy_checked(dst, destMax, src, count, kind);
+  return run("aclrtMemcpy", [&](const Call& c) {
+    return c.memcpy_checked(dst, destMax, src, count, kind);
+  });
 }
 
 aclError aclrtMemcpyAsync(void* dst, std::size_t destMax, const void* src, std::size_t count, aclrtMemcpyKind kind,
                           aclrtStream stream) {
-  const Call c("aclrtMemcpyAsync");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (c.stream(stream, true, &code) == nullptr) return code;
-  return c.memcpy_checked(dst, destMax, src, count, kind);
+  return run("aclrtMemcpyAsync", [&](const Call& c) {
+    aclError code = ACL_SUCCESS;
+    if (c.stream(stream, true, &code) == nullptr) return code;
+    return c.memcpy_checked(dst, destMax, src, count, kind);
+  });
 }
 
 aclError aclrtMemset(void* devPtr, std::size_t maxCount, std::int32_t value, std::size_t count) {
-  const Call c("aclrtMemset");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  return c.memset_checked(devPtr, maxCount, value, count);
+  return run("aclrtMemset", [&](const Call& c) {
+    return c.memset_checked(devPtr, maxCount, value, count);
+  });
 }
 
 aclError aclrtMemsetAsync(void* devPtr, std::size_t maxCount, std::int32_t value, std::size_t count,
                           aclrtStream stream) {
-  const Call c("aclrtMemsetAsync");
-  aclError code = ACL_SUCCESS;
-  if (c.uninitialized(&code)) return code;
-  if (c.stream(stream, true, &code) == nullptr) return code;
-  return c.memset_checked(devPtr, maxCount, value, count);
+  return run("aclrtMemsetAsync", [&](const Call& c) {
+    aclError code = ACL_SUCCESS;
+    if (c.stream(stream, true, &code) == nullptr) return code;
+    return c.memset_checked(devPtr, maxCount, value, count);
+  });
 }
 
 }  // extern "C"
@@ -562,7 +575,8 @@ aclError aclrtMemsetAsync(void* devPtr, std::size_t maxCount, std::int32_t value
 namespace AscendC::detail {
 
 aclError check_launch_stream(aclrtStream stream, std::string* why) {
-  const Call c("ACLRT_LAUNCH_KERNEL");
+  Runtime& r = runtime();
+  const Call c("ACLRT_LAUNCH_KERNEL", r);
   aclError code = ACL_SUCCESS;
   const std::size_t before = t_messages.size();
   if (!c.uninitialized(&code)) c.stream(stream, true, &code);
@@ -572,12 +586,13 @@ aclError check_launch_stream(aclrtStream stream, std::string* why) {
 }
 
 void record_stream_error(aclrtStream stream, const std::string& message, aclError code) {
-  const Call c("record_stream_error");
+  Runtime& r = runtime();
+  const Call c("record_stream_error", r);
   Pending* pending = nullptr;
   if (stream == nullptr) {
     Context* ctx = c.current();
     if (ctx != nullptr) pending = &ctx->default_stream;
-  } else if (const auto it = c.r.streams.find(stream); it != c.r.streams.end()) {
+  } else if (const auto it = r.streams.find(stream); it != r.streams.end()) {
     pending = &it->second->pending;
   }
   if (pending != nullptr) pending->emplace_back(code, message);

@@ -1,5 +1,6 @@
 #include "ascendc/check.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -84,6 +85,18 @@ void Regions::scratch(const char* name, const void* data, std::uint64_t bytes) {
         r_.fail(name, "memory disjoint from every tensor of the call", "a buffer overlapping " + std::string(o.name));
       }
     }
+  }
+}
+
+void check_reuse(const Refuser& r, bool reuse, std::uint32_t type_size) {
+  if (reuse && type_size == 2) r.fail("isReuseSource", "false for half (only a float source can be reused)", "true");
+}
+
+void check_epsilon(const Refuser& r, float epsilon) {
+  if (!std::isfinite(epsilon) || epsilon < 0) {
+    std::ostringstream os;
+    os << epsilon;
+    r.fail("epsilon", "a finite value >= 0", os.str());
   }
 }
 

@@ -59,6 +59,15 @@ class Regions {
   std::vector<Region> inputs_, outputs_;
 };
 
+// isReuseSource only with a float source; epsilon finite and >= 0.
+void check_reuse(const Refuser& r, bool reuse, std::uint32_t type_size);
+void check_epsilon(const Refuser& r, float epsilon);
+
+// Element `element` of a buffer of `type_size`-byte elements.
+inline std::byte* element_at(const Buffer& b, std::uint32_t type_size, std::uint64_t element) {
+  return static_cast<std::byte*>(b.data) + element * type_size;
+}
+
 // The tiling's row geometry: every length >= 1, originH <= storageH, and a
 // storage row of whole 32-byte blocks.
 void check_rows(const Refuser& r, std::uint32_t b, std::uint32_t s, std::uint32_t h, std::uint32_t origin_h,

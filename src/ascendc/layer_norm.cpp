@@ -8,7 +8,6 @@
 // varianceTmpTensorPos in the scratch and rounds them into the outputs after
 // the last pass. y is rounded once, by the op-level kernel.
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -47,9 +46,6 @@ constexpr TilingField<Tiling> kFields[] = {
     {"bsCurLength", &Tiling::bsCurLength},
 };
 
-std::byte* at(const Buffer& b, std::uint32_t type_size, std::uint64_t element) {
-  return static_cast<std::byte*>(b.data) + element * type_size;
-}
 
 }  // namespace
 
@@ -57,14 +53,8 @@ void LayerNorm(Buffer output, Buffer outputMean, Buffer outputVariance, Buffer i
                Scratch scratch, float epsilon, LayerNormTiling& t, std::uint32_t typeSize, bool isReuseSource) {
   const Refuser r("LayerNorm");
   const std::uint32_t ts = typeSize;
-  if (isReuseSource && ts == 2) {
-    r.fail("isReuseSource", "false for half (only a float source can be reused)", "true");
-  }
-  if (!std::isfinite(epsilon) || epsilon < 0) {
-    std::ostringstream os;
-    os << epsilon;
-    r.fail("epsilon", "a finite value >= 0", os.str());
-  }
+  check_reuse(r, isReuseSource, ts);
+  check_epsilon(r, epsilon);
   check_rows(r, t.bLength, t.sLength, t.hLength, t.originalHLength, ts);
   if (t.originalHLength != t.hLength) {
     r.fail("tiling.originalHLength",
@@ -129,7 +119,7 @@ void LayerNorm(Buffer output, Buffer outputMean, Buffer outputVariance, Buffer i
 
   // Half's float statistics of all rows, at the tiling's positions.
   const std::uint64_t stats_floats =
-      ts == 2 ? std::uint64_t{t.varianceTmpTensorPos} + t.varianceTmpTensorSize : 0;
+      ts == 2 ? static_cast<std::uint64_t>(t.varianceTmpTensorPos) + t.varianceTmpTensorSize : 0;
   std::vector<float> owned;
   float* f = nullptr;
   if (scratch.buffer.data != nullptr) {
@@ -167,8 +157,8 @@ void LayerNorm(Buffer output, Buffer outputMean, Buffer outputVariance, Buffer i
   for (std::uint64_t p = 0; p < passes; ++p) {
     const std::uint64_t n = p < t.loopRound ? t.meanVarRoundSize : t.meanVarTailSize;
     const auto rn = static_cast<std::int64_t>(n);
-    lngrad::layer_norm({at(inputX, ts, row0 * h), dt, {rn, hn}}, lngrad::ConstTensorView{gamma.data, dt, {hn}},
-                       lngrad::ConstTensorView{beta.data, dt, {hn}}, {at(output, ts, row0 * h), dt, {rn, hn}},
+    lngrad::layer_norm({element_at(inputX, ts, row0 * h), dt, {rn, hn}}, lngrad::ConstTensorView{gamma.data, dt, {hn}},
+                       lngrad::ConstTensorView{beta.data, dt, {hn}}, {element_at(output, ts, row0 * h), dt, {rn, hn}},
                        {mean + row0, Dtype::float32, {rn}}, {variance + row0, Dtype::float32, {rn}}, {}, options);
     row0 += n;
   }

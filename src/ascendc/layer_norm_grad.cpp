@@ -90,9 +90,6 @@ Layout layout(std::uint64_t max_rows, std::uint64_t origin_h, bool x_in_place) {
   return l;
 }
 
-std::byte* bytes(const Buffer& b, std::uint32_t type_size, std::uint64_t element) {
-  return static_cast<std::byte*>(b.data) + element * type_size;
-}
 
 }  // namespace
 
@@ -104,14 +101,8 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
   if (format != DataFormat::ND) {
     r.fail("shapeInfo.dataFormat", "DataFormat::ND (the only layout LayerNormGrad supports)", format_name(format));
   }
-  if (isReuseSource && ts == 2) {
-    r.fail("isReuseSource", "false for half (only a float source can be reused)", "true");
-  }
-  if (!std::isfinite(epsilon) || epsilon < 0) {
-    std::ostringstream os;
-    os << epsilon;
-    r.fail("epsilon", "a finite value >= 0", os.str());
-  }
+  check_reuse(r, isReuseSource, ts);
+  check_epsilon(r, epsilon);
   check_rows(r, t.bLength, t.sLength, t.hLength, t.originalHLength, ts);
   const std::uint64_t b = t.bLength, s = t.sLength, h = t.hLength, oh = t.originalHLength;
   const std::uint64_t rows = b * s, bsh = rows * h;
@@ -190,10 +181,10 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
     float* x = isReuseSource ? static_cast<float*>(inputX.data) + row0 * h : f + l.x;
     float* mean = f + l.mean;
     float* variance = f + l.variance;
-    widen_rows(bytes(inputMean, ts, row0), ts, n, 1, 1, mean);
-    widen_rows(bytes(inputVariance, ts, row0), ts, n, 1, 1, variance);
-    widen_rows(bytes(inputDy, ts, row0 * h), ts, n, h, oh, dy);
-    widen_rows(bytes(inputX, ts, row0 * h), ts, n, h, oh, x);
+    widen_rows(element_at(inputMean, ts, row0), ts, n, 1, 1, mean);
+    widen_rows(element_at(inputVariance, ts, row0), ts, n, 1, 1, variance);
+    widen_rows(element_at(inputDy, ts, row0 * h), ts, n, h, oh, dy);
+    widen_rows(element_at(inputX, ts, row0 * h), ts, n, h, oh, x);
 
     const auto rn = static_cast<std::int64_t>(n), ohn = static_cast<std::int64_t>(oh);
     lngrad::layer_norm_grad_x({dy, Dtype::float32, {rn, ohn}}, {x, Dtype::float32, {rn, ohn}},
@@ -203,8 +194,8 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
                               {x, Dtype::float32, {rn, ohn}},   // res_for_gamma over the staged x
                               options);
     // res first: with isReuseSource it lives in inputX, which outputPdX may be.
-    narrow_rows(x, n, oh, h, ts, bytes(resForGamma, ts, row0 * h));
-    narrow_rows(dy, n, oh, h, ts, bytes(outputPdX, ts, row0 * h));
+    narrow_rows(x, n, oh, h, ts, element_at(resForGamma, ts, row0 * h));
+    narrow_rows(dy, n, oh, h, ts, element_at(outputPdX, ts, row0 * h));
     row0 += n;
   }
 }

@@ -52,9 +52,7 @@ void LayerNormGradBeta(Buffer outputPdGamma, Buffer outputPdBeta, Buffer resForG
                        bool isReuseSource) {
   const Refuser r("LayerNormGradBeta");
   const std::uint32_t ts = typeSize;
-  if (isReuseSource && ts == 2) {
-    r.fail("isReuseSource", "false for half (only a float source can be reused)", "true");
-  }
+  check_reuse(r, isReuseSource, ts);
   check_rows(r, t.bLength, t.sLength, t.hLength, t.originalHLength, ts);
   const std::uint64_t b = t.bLength, s = t.sLength, h = t.hLength, oh = t.originalHLength;
   const std::uint64_t bsh = b * s * h;

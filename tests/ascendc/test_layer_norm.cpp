@@ -27,20 +27,10 @@ namespace {
 using AscendC::half;
 using AscendC::LocalTensor;
 using lngrad::ascendc_test::bits;
+using lngrad::ascendc_test::Dims;
 using lngrad::ascendc_test::dtype_of;
 using lngrad::ascendc_test::Guarded;
 using lngrad::ascendc_test::uniform;
-
-struct Dims {
-  std::uint32_t b, s, h;
-  std::uint32_t rows() const { return b * s; }
-  ge::Shape shape() const { return ge::Shape({b, s, h, h}); }
-  std::string str() const {
-    std::ostringstream os;
-    os << '{' << b << ", " << s << ", " << h << ", " << h << '}';
-    return os.str();
-  }
-};
 
 struct Data {
   std::vector<float> x, gamma, beta;  // in float; converted to T per call

@@ -23,21 +23,11 @@ namespace {
 using AscendC::half;
 using AscendC::LocalTensor;
 using lngrad::ascendc_test::bits;
+using lngrad::ascendc_test::Dims;
 using lngrad::ascendc_test::dtype_of;
 using lngrad::ascendc_test::Guarded;
 using lngrad::ascendc_test::padded_rows;
 using lngrad::ascendc_test::uniform;
-
-struct Dims {
-  std::uint32_t b, s, h, oh;
-  std::uint32_t rows() const { return b * s; }
-  std::string str() const {
-    std::ostringstream os;
-    os << '{' << b << ", " << s << ", " << h << ", " << oh << '}';
-    return os.str();
-  }
-  ge::Shape shape() const { return ge::Shape({b, s, h, oh}); }
-};
 
 // H a multiple of 8 floats / 16 halves (32-byte rows); originH below H pads.
 template <typename T>

@@ -134,9 +134,9 @@ TILING_DATA_FIELD_DEF(float, lastDimValueBack);  // 1/originH
 END_TILING_DATA_DEF;
 
 // The kernel side copies these word by word: CANN's sizes, no padding.
-static_assert(sizeof(LayerNormGradTiling) == 30 * 4);
-static_assert(sizeof(LayerNormGradBetaTiling) == 20 * 4);
-static_assert(sizeof(LayerNormTiling) == 26 * 4);
+static_assert(sizeof(LayerNormGradTiling) == 30 * sizeof(std::uint32_t));
+static_assert(sizeof(LayerNormGradBetaTiling) == 20 * sizeof(std::uint32_t));
+static_assert(sizeof(LayerNormTiling) == 26 * sizeof(std::uint32_t));
 
 }  // namespace tiling
 

@@ -86,7 +86,7 @@ constexpr bool is_default_tiling_registration(const char* op, const char* cls) {
 // Members other than the fields are static or functions, so the class stays
 // standard-layout with the fields alone as its data.
 #define BEGIN_TILING_DATA_DEF(class_name)                                  \
-  class class_name {                                                       \
+  class class_name { /* NOLINT(bugprone-macro-parentheses): a class name */ \
    public:                                                                 \
     using LngradTilingDataSelf = class_name;                               \
     static constexpr const char* LngradTilingDataName() { return #class_name; }
@@ -110,7 +110,7 @@ constexpr bool is_default_tiling_registration(const char* op, const char* cls) {
       this->field_name[lngrad_i] = lngrad_values[lngrad_i];                                              \
     }                                                                                                    \
   }                                                                                                      \
-  arr_type* get_##field_name() { return this->field_name; }                                              \
+  arr_type* get_##field_name() { return this->field_name; } /* NOLINT(bugprone-macro-parentheses): a type */ \
   const arr_type* get_##field_name() const { return this->field_name; }                                  \
   static_assert(::AscendC::detail::is_tiling_scalar_v<arr_type>,                                         \
                 "TILING_DATA_FIELD_DEF_ARR(" #arr_type ", " #arr_size ", " #field_name                   \
