@@ -27,6 +27,7 @@ constexpr std::int32_t kDeviceCount = 1;
 using Pending = std::vector<std::pair<aclError, std::string>>;  // kernel errors not yet reported
 
 struct Context {
+  void* handle = nullptr;
   std::int32_t device = 0;
   bool is_default = false;
   Pending default_stream;
@@ -48,6 +49,21 @@ struct Runtime {
   std::map<const void*, std::unique_ptr<Stream>> streams;
   std::map<const void*, std::size_t> device_blocks;  // aclrtMalloc: start -> size
   std::map<std::uintptr_t, std::size_t> host_blocks;  // aclrtMallocHost: start -> size
+  std::uintptr_t last_handle = 0x10000;
+
+  // Context and stream handles are never reused (not addresses that a new
+  // object could take), so a stale handle held by some thread stays stale.
+  void* new_handle() { return reinterpret_cast<void*>(last_handle += 0x10); }  // NOLINT(performance-no-int-to-ptr)
+
+  Context* add_context(std::int32_t device, bool is_default) {
+    auto owned = std::make_unique<Context>();
+    owned->handle = new_handle();
+    owned->device = device;
+    owned->is_default = is_default;
+    Context* ctx = owned.get();
+    contexts[ctx->handle] = std::move(owned);
+    return ctx;
+  }
 };
 
 Runtime& runtime() {
@@ -306,15 +322,9 @@ aclError aclrtSetDevice(std::int32_t deviceId) {
     aclError code = ACL_SUCCESS;
     if (c.bad_device(deviceId, &code)) return code;
     Context*& ctx = r.default_context[deviceId];
-    if (ctx == nullptr) {
-      auto owned = std::make_unique<Context>();
-      owned->device = deviceId;
-      owned->is_default = true;
-      ctx = owned.get();
-      r.contexts[ctx] = std::move(owned);
-    }
+    if (ctx == nullptr) ctx = r.add_context(deviceId, true);
     ++r.set_count[deviceId];
-    t_current = ctx;
+    t_current = ctx->handle;
     return ACL_SUCCESS;
   });
 }
@@ -330,7 +340,7 @@ aclError aclrtResetDevice(std::int32_t deviceId) {
     if (--r.set_count[deviceId] == 0) {  // releases the default context and its streams
       Context* ctx = r.default_context[deviceId];
       c.destroy_streams_of(ctx);
-      r.contexts.erase(ctx);
+      r.contexts.erase(ctx->handle);
       r.default_context[deviceId] = nullptr;
     }
     return ACL_SUCCESS;
@@ -380,12 +390,9 @@ aclError aclrtCreateContext(aclrtContext* context, std::int32_t deviceId) {
     aclError code = ACL_SUCCESS;
     if (context == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "context", "an address", "nullptr");
     if (c.bad_device(deviceId, &code)) return code;
-    auto owned = std::make_unique<Context>();
-    owned->device = deviceId;
-    Context* ctx = owned.get();
-    r.contexts[ctx] = std::move(owned);
-    t_current = ctx;
-    *context = ctx;
+    const Context* ctx = r.add_context(deviceId, false);
+    t_current = ctx->handle;
+    *context = ctx->handle;
     return ACL_SUCCESS;
   });
 }
@@ -423,7 +430,7 @@ aclError aclrtGetCurrentContext(aclrtContext* context) {
     aclError code = ACL_SUCCESS;
     if (context == nullptr) return c.fail(ACL_ERROR_INVALID_PARAM, "context", "an address", "nullptr");
     if (c.no_context(&code)) return code;
-    *context = c.current();
+    *context = c.current()->handle;
     return ACL_SUCCESS;
   });
 }
@@ -435,8 +442,8 @@ aclError aclrtCreateStream(aclrtStream* stream) {
     if (c.no_context(&code)) return code;
     auto owned = std::make_unique<Stream>();
     owned->context = c.current();
-    *stream = owned.get();
-    r.streams[owned.get()] = std::move(owned);
+    *stream = r.new_handle();
+    r.streams[*stream] = std::move(owned);
     return ACL_SUCCESS;
   });
 }

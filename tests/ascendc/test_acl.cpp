@@ -167,6 +167,13 @@ TEST_F(Acl, StreamsLiveInTheirContext) {
                  "aclrtDestroyStream: stream: expected " + dead + ", given " + hex(s));
   expect_refused(aclrtSynchronizeStream(s), ACL_ERROR_INVALID_RESOURCE_HANDLE,
                  "aclrtSynchronizeStream: stream: expected " + dead + ", or nullptr, given " + hex(s));
+  // A handle is never given again: a stale one stays refused.
+  aclrtStream next = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&next), ACL_SUCCESS);
+  EXPECT_NE(next, s);
+  EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_INVALID_RESOURCE_HANDLE);
+  recent();
+  ASSERT_EQ(aclrtDestroyStream(next), ACL_SUCCESS);
 
   // A context takes its streams with it; so does the last aclrtResetDevice.
   aclrtContext ctx = nullptr;
