@@ -1,7 +1,7 @@
 // Fuzz target: the AscendC layer (<lngrad/ascendc.hpp>): the host tiling
 // functions on arbitrary shapes, type sizes and buffer sizes, and the
-// LayerNormGrad / LayerNormGradBeta calls on arbitrary (possibly corrupted)
-// tilings and buffers of arbitrary sizes.
+// LayerNorm / LayerNormGrad / LayerNormGradBeta calls on arbitrary (possibly
+// corrupted) tilings and buffers of arbitrary sizes.
 //
 // Contract checked:
 //   - every function returns or throws lngrad::Error, nothing else;
@@ -31,6 +31,7 @@ namespace {
 using AscendC::half;
 using AscendC::LayerNormGradBetaTiling;
 using AscendC::LayerNormGradTiling;
+using AscendC::LayerNormTiling;
 using AscendC::LocalTensor;
 
 // Products of three 32-bit tiling fields, without wrapping.
@@ -69,7 +70,10 @@ bool refused_with_error(Call call) {
 
 // ---- The host tiling on arbitrary arguments. ---------------------------------
 
-void fuzz_tiling(Reader& r, bool beta) {
+enum class Api { grad, beta, norm };
+
+void fuzz_tiling(Reader& r, Api api) {
+  const bool beta = api == Api::beta;
   std::vector<std::int64_t> dims;
   const unsigned rank = r.one_in(4) ? r.pick(7) : 4;
   for (unsigned i = 0; i < rank; ++i) dims.push_back(decode_dim(r));
@@ -79,7 +83,9 @@ void fuzz_tiling(Reader& r, bool beta) {
   const bool reuse = r.one_in(2);
   std::uint32_t max_size = 0, min_size = 0;
   const bool sizes_refused = refused_with_error([&] {
-    if (beta) {
+    if (api == Api::norm) {
+      AscendC::GetLayerNormMaxMinTmpSize(shape, type_size, reuse, max_size, min_size);
+    } else if (beta) {
       AscendC::GetLayerNormGradBetaMaxMinTmpSize(shape, type_size, reuse, max_size, min_size);
     } else {
       AscendC::GetLayerNormGradMaxMinTmpSize(shape, type_size, reuse, max_size, min_size);
@@ -90,6 +96,18 @@ void fuzz_tiling(Reader& r, bool beta) {
     LNGRAD_FUZZ_CHECK(min_size > 0, "min tmp size 0 for a non-empty shape");
   }
   const std::uint32_t stack = decode_u32(r, sizes_refused ? 4096 : min_size);
+  if (api == Api::norm) {
+    LayerNormTiling t;
+    if (refused_with_error([&] { AscendC::GetLayerNormNDTilingInfo(shape, stack, type_size, reuse, t); })) return;
+    const Wide bsh = Wide{t.bLength} * t.sLength * t.hLength;
+    LNGRAD_FUZZ_CHECK(t.hLength > 0 && t.oneTmpSize > 0 && t.oneTmpSize % t.hLength == 0,
+                      "norm tiling: a pass is not whole rows");
+    LNGRAD_FUZZ_CHECK(t.oneTmpSize <= bsh && Wide{t.loopRound} * t.oneTmpSize + t.inputTailSize == bsh,
+                      "norm tiling: passes do not cover B*S*H");
+    LNGRAD_FUZZ_CHECK(Wide{t.firstTmpStartPos} + Wide{t.numberOfTmpBuf} * t.oneTmpSize <= t.tmpBufSize,
+                      "norm tiling: buffers past the stack");
+    return;
+  }
   if (beta) {
     LayerNormGradBetaTiling t;
     if (refused_with_error([&] { AscendC::GetLayerNormGradBetaNDTilingInfo(shape, stack, type_size, reuse, t); })) {
@@ -244,15 +262,62 @@ void fuzz_beta_call(Reader& r) {
   }
 }
 
+template <typename T, bool kReuse>
+void fuzz_norm_call(Reader& r) {
+  const CallShape cs = draw_call_shape<T>(r);  // padded rows are refused by LayerNorm: fuzzed too
+  const std::uint32_t h = cs.h;
+  std::uint32_t max_size = 0, min_size = 0;
+  LayerNormTiling t;
+  std::uint32_t stack = 0;
+  try {
+    AscendC::GetLayerNormMaxMinTmpSize(cs.shape(), sizeof(T), kReuse, max_size, min_size);
+    stack = r.one_in(2) ? min_size : max_size;
+    AscendC::GetLayerNormNDTilingInfo(cs.shape(), stack, sizeof(T), kReuse, t);
+  } catch (const Error&) {
+    return;
+  }
+  corrupt(r, t);
+  const std::uint32_t rows = cs.b * cs.s;
+  View<T> y(r, rows * h, true), mean(r, rows, true), var(r, rows, true), x(r, rows * h, false), gamma(r, h, false),
+      beta(r, h, false);
+  View<std::uint8_t> tmp(r, stack, false);
+  const bool library_scratch = r.one_in(4), over_x = r.one_in(4);
+  const auto before_y = y.bytes(), before_mean = mean.bytes(), before_x = x.bytes();
+  const LocalTensor<T> output = over_x ? x.tensor() : y.tensor();
+  const bool refused = refused_with_error([&] {
+    if (library_scratch) {
+      AscendC::LayerNorm<T, kReuse>(output, mean.tensor(), var.tensor(), x.tensor(), gamma.tensor(), beta.tensor(),
+                                    T(1e-5f), t);
+    } else {
+      AscendC::LayerNorm<T, kReuse>(output, mean.tensor(), var.tensor(), x.tensor(), gamma.tensor(), beta.tensor(),
+                                    tmp.tensor(), T(1e-5f), t);
+    }
+  });
+  if (refused) {
+    LNGRAD_FUZZ_CHECK(y.bytes() == before_y && mean.bytes() == before_mean && x.bytes() == before_x,
+                      "refused LayerNorm wrote output");
+  }
+}
+
 }  // namespace
 }  // namespace lngrad::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace lngrad::fuzz;
   Reader r(data, size);
-  switch (r.pick(10)) {
-    case 0: fuzz_tiling(r, false); break;
-    case 1: fuzz_tiling(r, true); break;
+  const unsigned api = r.u8();
+  if (api >= 250) {  // LayerNorm; below, api % 10 keeps the corpus's older inputs where they were
+    switch (api - 250) {
+      case 0: fuzz_tiling(r, Api::norm); break;
+      case 1: fuzz_norm_call<float, false>(r); break;
+      case 2: fuzz_norm_call<float, true>(r); break;
+      default: fuzz_norm_call<AscendC::half, false>(r); break;
+    }
+    return 0;
+  }
+  switch (api % 10) {
+    case 0: fuzz_tiling(r, Api::grad); break;
+    case 1: fuzz_tiling(r, Api::beta); break;
     case 2: fuzz_grad_call<float, false>(r); break;
     case 3: fuzz_grad_call<float, true>(r); break;
     case 4: fuzz_grad_call<AscendC::half, false>(r); break;

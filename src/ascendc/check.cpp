@@ -1,5 +1,6 @@
 #include "ascendc/check.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <utility>
@@ -15,6 +16,10 @@ std::uint32_t Refuser::fits_u32(const std::string& what, std::uint64_t value) co
     fail(what, "a value that fits the tiling's 32-bit fields (at most 4294967295)", std::to_string(value));
   }
   return static_cast<std::uint32_t>(value);
+}
+
+void Refuser::scratch_at_least(const Scratch& s, std::uint64_t bytes, const std::string& expected) const {
+  if (s.buffer.count < bytes) fail(scratch_name(s), expected, std::to_string(s.buffer.count));
 }
 
 void Refuser::tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why) const {
@@ -78,6 +83,18 @@ void Regions::scratch(const char* name, const void* data, std::uint64_t bytes) {
   }
 }
 
+void check_reuse(const Refuser& r, bool reuse, std::uint32_t type_size) {
+  if (reuse && type_size == 2) r.fail("isReuseSource", "false for half (only a float source can be reused)", "true");
+}
+
+void check_epsilon(const Refuser& r, float epsilon) {
+  if (!std::isfinite(epsilon) || epsilon < 0) {
+    std::ostringstream os;
+    os << epsilon;
+    r.fail("epsilon", "a finite value >= 0", os.str());
+  }
+}
+
 void check_rows(const Refuser& r, std::uint32_t b, std::uint32_t s, std::uint32_t h, std::uint32_t origin_h,
                 std::uint32_t type_size) {
   const std::pair<const char*, std::uint32_t> lengths[] = {
@@ -97,9 +114,18 @@ void check_rows(const Refuser& r, std::uint32_t b, std::uint32_t s, std::uint32_
   }
 }
 
-void check_scratch_alignment(const Refuser& r, const void* data) {
-  if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) != 0) {
-    r.fail("sharedTmpBuffer", "an address aligned to 4 bytes (it holds float32 work rows)", "a misaligned address");
+const char* scratch_name(const Scratch& s) {
+  return s.kernel_stack ? "the unified buffer left after InitBuffer (the tmp space of a call without sharedTmpBuffer)"
+                        : "sharedTmpBuffer";
+}
+
+void check_scratch(const Refuser& r, const Scratch& s, std::uint64_t min_tmp, const std::string& min_origin,
+                   std::uint64_t stack_bytes, const char* stack_field) {
+  r.scratch_at_least(s, min_tmp, "at least " + std::to_string(min_tmp) + " bytes (" + min_origin + ")");
+  r.scratch_at_least(s, stack_bytes,
+                     "at least " + std::string(stack_field) + " = " + std::to_string(stack_bytes) + " bytes");
+  if (reinterpret_cast<std::uintptr_t>(s.buffer.data) % alignof(float) != 0) {
+    r.fail(scratch_name(s), "an address aligned to 4 bytes (it holds float32 work rows)", "a misaligned address");
   }
 }
 

@@ -20,6 +20,10 @@ class Refuser {
   // A 64-bit size that CANN keeps in a uint32_t field.
   std::uint32_t fits_u32(const std::string& what, std::uint64_t value) const;
 
+  // A given tmp space (sharedTmpBuffer or the kernel core's stack) of at
+  // least `bytes`; `expected` says how much and why.
+  void scratch_at_least(const Scratch& s, std::uint64_t bytes, const std::string& expected) const;
+
   // data non-null and at least `expected` elements: a kernel passes its
   // whole queue buffer for a tail tile of fewer rows, as the device allows.
   void tensor(const char* name, const Buffer& b, std::uint64_t expected, const std::string& why) const;
@@ -54,13 +58,28 @@ class Regions {
   std::vector<Region> inputs_, outputs_;
 };
 
+// isReuseSource only with a float source; epsilon finite and >= 0.
+void check_reuse(const Refuser& r, bool reuse, std::uint32_t type_size);
+void check_epsilon(const Refuser& r, float epsilon);
+
+// Element `element` of a buffer of `type_size`-byte elements.
+inline std::byte* element_at(const Buffer& b, std::uint32_t type_size, std::uint64_t element) {
+  return static_cast<std::byte*>(b.data) + element * type_size;
+}
+
 // The tiling's row geometry: every length >= 1, originH <= storageH, and a
 // storage row of whole 32-byte blocks.
 void check_rows(const Refuser& r, std::uint32_t b, std::uint32_t s, std::uint32_t h, std::uint32_t origin_h,
                 std::uint32_t type_size);
 
-// The scratch must hold floats: refuse an address that is not 4-byte aligned.
-void check_scratch_alignment(const Refuser& r, const void* data);
+// The argument name of a tmp space in messages.
+const char* scratch_name(const Scratch& s);
+
+// What every given tmp space must be: at least the host function's minimum
+// for the shape (`min_origin` names it) and the tiling's stack (`stack_field`
+// names the field), aligned to 4 bytes for its float32 work rows.
+void check_scratch(const Refuser& r, const Scratch& s, std::uint64_t min_tmp, const std::string& min_origin,
+                   std::uint64_t stack_bytes, const char* stack_field);
 
 std::string shape4(std::uint32_t b, std::uint32_t s, std::uint32_t h, std::uint32_t origin_h);
 const char* format_name(DataFormat f);

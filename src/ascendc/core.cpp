@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ascendc/acl_stream.hpp"
 #include "lngrad/ascendc/launch.hpp"
 #include "lngrad/ascendc/types.hpp"
 #include "runtime/thread_pool.hpp"
@@ -337,6 +338,22 @@ bool launch(const KernelCall& call) {
   std::string what = "core " + std::to_string(first) + ": " + errors[first];
   if (failed > 1) what += " (" + std::to_string(failed - 1) + " more cores failed)";
   return report(call, soc, what, on_error);
+}
+
+std::uint32_t acl_launch(const KernelCall& call, void* stream) {
+  std::string why;
+  const aclError code = check_launch_stream(static_cast<aclrtStream>(stream), &why);
+  if (code != ACL_SUCCESS) {
+    std::fprintf(stderr, "lngrad: ACLRT_LAUNCH_KERNEL(%s): %s\n", call.name, why.c_str());
+    return static_cast<std::uint32_t>(code);
+  }
+  try {
+    launch(call);
+  } catch (const lngrad::ascendc::KernelError& e) {  // OnError::throw_error: the stream keeps it too
+    record_stream_error(static_cast<aclrtStream>(stream), e.what());
+    throw;
+  }
+  return 0;
 }
 
 }  // namespace AscendC::detail

@@ -91,28 +91,19 @@ Layout layout(std::uint64_t max_rows, std::uint64_t origin_h, bool x_in_place) {
   return l;
 }
 
-std::byte* bytes(const Buffer& b, std::uint32_t type_size, std::uint64_t element) {
-  return static_cast<std::byte*>(b.data) + element * type_size;
-}
 
 }  // namespace
 
 void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer inputX, Buffer inputVariance,
-                   Buffer inputMean, Buffer inputGamma, Buffer scratch, float epsilon, const LayerNormGradTiling& t,
+                   Buffer inputMean, Buffer inputGamma, Scratch scratch, float epsilon, const LayerNormGradTiling& t,
                    DataFormat format, std::uint32_t typeSize, bool isReuseSource) {
   const Refuser r("LayerNormGrad");
   const std::uint32_t ts = typeSize;
   if (format != DataFormat::ND) {
     r.fail("shapeInfo.dataFormat", "DataFormat::ND (the only layout LayerNormGrad supports)", format_name(format));
   }
-  if (isReuseSource && ts == 2) {
-    r.fail("isReuseSource", "false for half (only a float source can be reused)", "true");
-  }
-  if (!std::isfinite(epsilon) || epsilon < 0) {
-    std::ostringstream os;
-    os << epsilon;
-    r.fail("epsilon", "a finite value >= 0", os.str());
-  }
+  check_reuse(r, isReuseSource, ts);
+  check_epsilon(r, epsilon);
   check_rows(r, t.bLength, t.sLength, t.hLength, t.originalHLength, ts);
   const std::uint64_t b = t.bLength, s = t.sLength, h = t.hLength, oh = t.originalHLength;
   const std::uint64_t rows = b * s, bsh = rows * h;
@@ -149,25 +140,14 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
   const std::uint64_t need = l.floats * sizeof(float);
   std::vector<float> owned;
   float* f = nullptr;
-  if (scratch.data != nullptr) {
-    if (scratch.count < min_tmp) {
-      r.fail("sharedTmpBuffer",
-             "at least " + std::to_string(min_tmp) + " bytes (GetLayerNormGradMaxMinTmpSize minimum for " + dims + ")",
-             std::to_string(scratch.count));
-    }
-    if (scratch.count < t.stackBufferSize) {
-      r.fail("sharedTmpBuffer", "at least tiling.stackBufferSize = " + std::to_string(t.stackBufferSize) + " bytes",
-             std::to_string(scratch.count));
-    }
-    if (scratch.count < need) {
-      r.fail("sharedTmpBuffer",
-             "at least " + std::to_string(need) + " bytes (float32 work rows for passes of " +
-                 std::to_string(max_rows) + " rows, tiling.nohCalSize)",
-             std::to_string(scratch.count));
-    }
-    check_scratch_alignment(r, scratch.data);
-    f = static_cast<float*>(scratch.data);
-  } else {  // the overload without sharedTmpBuffer: the library provides what the plan uses
+  if (scratch.buffer.data != nullptr) {
+    check_scratch(r, scratch, min_tmp, "GetLayerNormGradMaxMinTmpSize minimum for " + dims, t.stackBufferSize,
+                  "tiling.stackBufferSize");
+    r.scratch_at_least(scratch, need,
+                       "at least " + std::to_string(need) + " bytes (float32 work rows for passes of " +
+                           std::to_string(max_rows) + " rows, tiling.nohCalSize)");
+    f = static_cast<float*>(scratch.buffer.data);
+  } else {  // called outside a kernel without sharedTmpBuffer: the library provides what the plan uses
     owned.resize(need / sizeof(float) + 1);  // bounded by the tensors, whatever stackBufferSize says
     f = owned.data();
   }
@@ -184,7 +164,7 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
   if (isReuseSource) regions.written_input("inputX", inputX.data, bsh * ts, {"inputDy"});
   regions.output("outputPdX", outputPdX.data, bsh * ts, {"inputDy", "inputX"});
   regions.output("resForGamma", resForGamma.data, bsh * ts, {"inputDy", "inputX"});
-  if (scratch.data != nullptr) regions.scratch("sharedTmpBuffer", scratch.data, scratch.count);
+  if (scratch.buffer.data != nullptr) regions.scratch(scratch_name(scratch), scratch.buffer.data, scratch.buffer.count);
 
   // ---- Compute: every check has passed. ----
   using lngrad::Dtype;
@@ -212,10 +192,10 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
     float* x = isReuseSource ? static_cast<float*>(inputX.data) + row0 * h : f + l.x;
     float* mean = f + l.mean;
     float* variance = f + l.variance;
-    widen_rows(bytes(inputMean, ts, row0), ts, n, 1, 1, mean);
-    widen_rows(bytes(inputVariance, ts, row0), ts, n, 1, 1, variance);
-    widen_rows(bytes(inputDy, ts, row0 * h), ts, n, h, oh, dy);
-    widen_rows(bytes(inputX, ts, row0 * h), ts, n, h, oh, x);
+    widen_rows(element_at(inputMean, ts, row0), ts, n, 1, 1, mean);
+    widen_rows(element_at(inputVariance, ts, row0), ts, n, 1, 1, variance);
+    widen_rows(element_at(inputDy, ts, row0 * h), ts, n, h, oh, dy);
+    widen_rows(element_at(inputX, ts, row0 * h), ts, n, h, oh, x);
 
     const auto rn = static_cast<std::int64_t>(n), ohn = static_cast<std::int64_t>(oh);
     lngrad::layer_norm_grad_x({dy, Dtype::float32, {rn, ohn}}, {x, Dtype::float32, {rn, ohn}},
@@ -225,8 +205,8 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
                               {x, Dtype::float32, {rn, ohn}},   // res_for_gamma over the staged x
                               options);
     // res first: with isReuseSource it lives in inputX, which outputPdX may be.
-    narrow_rows(x, n, oh, h, ts, bytes(resForGamma, ts, row0 * h));
-    narrow_rows(dy, n, oh, h, ts, bytes(outputPdX, ts, row0 * h));
+    narrow_rows(x, n, oh, h, ts, element_at(resForGamma, ts, row0 * h));
+    narrow_rows(dy, n, oh, h, ts, element_at(outputPdX, ts, row0 * h));
     row0 += n;
   }
 }

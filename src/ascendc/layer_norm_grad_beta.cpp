@@ -1,19 +1,17 @@
-// AscendC::LayerNormGradBeta on the host: the tiling's passes (loopRound
-// passes of bsCurLength rows, then bsTailSize rows), each summed by
-// lngrad::layer_norm_grad_beta, the pass sums added in pass order into
-// float32 accumulators, as the device accumulates.
+// AscendC::LayerNormGradBeta on the host, in the device's order: rows summed
+// strictly in row order into one float32 accumulator per column,
+//   pd_gamma[j] = (((0 + dy[0][j]*res[0][j]) + dy[1][j]*res[1][j]) + ...),
+//   pd_beta[j]  = (((0 + dy[0][j]) + dy[1][j]) + ...),
+// each product rounded to float32 before it is added (the device multiplies,
+// then adds), half widened exactly and the sums rounded to half once at the
+// end. The tiling's passes split the rows without changing that order, so
+// the results are the device's bits whatever the tmp size.
 //
-// Column sums do not mix columns, so a pass is handed over as it lies in
-// memory: [rows, storageH] of T (the op-level kernel widens half exactly);
-// the padding columns are computed and then written as zero.
-//
-// Scratch (floats), at the tiling's positions:
-//   half:  accumulators at gammaTempTensorPos / betaTempTensorPos (H each),
-//          a pass's sums at inputDyTmpTensorPos (2H, inside the dy/res slots)
-//   float: a pass's sums at 0 (2H, the minimum); the outputs accumulate,
-//          as on the device.
-// The outputs are written only from the accumulators, so they may not share
-// memory with the inputs.
+// Accumulators: float accumulates in the outputs, as the device does; half in
+// the scratch at gammaTempTensorPos / betaTempTensorPos. With isReuseSource
+// (float) the device keeps the products in resForGamma: so does this call.
+// Only the originH columns are computed; the padding of the outputs is
+// written as zero.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -50,13 +48,11 @@ constexpr TilingField<Tiling> kFields[] = {
 }  // namespace
 
 void LayerNormGradBeta(Buffer outputPdGamma, Buffer outputPdBeta, Buffer resForGamma, Buffer inputDy,
-                       Buffer scratch, const LayerNormGradBetaTiling& t, std::uint32_t typeSize,
+                       Scratch scratch, const LayerNormGradBetaTiling& t, std::uint32_t typeSize,
                        bool isReuseSource) {
   const Refuser r("LayerNormGradBeta");
   const std::uint32_t ts = typeSize;
-  if (isReuseSource && ts == 2) {
-    r.fail("isReuseSource", "false for half (only a float source can be reused)", "true");
-  }
+  check_reuse(r, isReuseSource, ts);
   check_rows(r, t.bLength, t.sLength, t.hLength, t.originalHLength, ts);
   const std::uint64_t b = t.bLength, s = t.sLength, h = t.hLength, oh = t.originalHLength;
   const std::uint64_t bsh = b * s * h;
@@ -87,79 +83,66 @@ void LayerNormGradBeta(Buffer outputPdGamma, Buffer outputPdBeta, Buffer resForG
 
   std::vector<float> owned;
   float* f = nullptr;
-  if (scratch.data != nullptr) {
-    if (scratch.count < min_tmp) {
-      r.fail("sharedTmpBuffer",
-             "at least " + std::to_string(min_tmp) + " bytes (GetLayerNormGradBetaMaxMinTmpSize minimum for " + dims +
-                 ")",
-             std::to_string(scratch.count));
-    }
-    if (scratch.count < stack_bytes) {
-      r.fail("sharedTmpBuffer", "at least tiling.stackBufferSize = " + std::to_string(stack_bytes) + " bytes",
-             std::to_string(scratch.count));
-    }
-    check_scratch_alignment(r, scratch.data);
-    f = static_cast<float*>(scratch.data);
-  } else {  // the overload without sharedTmpBuffer: the library provides what the plan uses
-    // Pass sums (2H at inputDyTmpTensorPos, or at 0 for float) and, for half,
-    // the accumulators at gamma/betaTempTensorPos: bounded by the tensors,
-    // whatever stackBufferSize says.
-    std::uint64_t floats = 2 * h;
-    if (ts == 2) {
-      floats = std::max<std::uint64_t>({std::uint64_t{t.inputDyTmpTensorPos} + 2 * h,
-                                        std::uint64_t{t.gammaTempTensorPos} + h, std::uint64_t{t.betaTempTensorPos} + h});
-    }
-    owned.resize(floats);
+  if (scratch.buffer.data != nullptr) {
+    check_scratch(r, scratch, min_tmp, "GetLayerNormGradBetaMaxMinTmpSize minimum for " + dims, stack_bytes,
+                  "tiling.stackBufferSize");
+    f = static_cast<float*>(scratch.buffer.data);
+  } else {  // called outside a kernel without sharedTmpBuffer: the library provides what the plan uses
+    // Half's accumulators at gamma/betaTempTensorPos (H floats each),
+    // bounded by the tensors whatever stackBufferSize says.
+    owned.resize(ts == 2 ? std::max(t.gammaTempTensorPos, t.betaTempTensorPos) + h : 0);
     f = owned.data();
   }
 
+  // With isReuseSource the products go into resForGamma, so it must not
+  // share memory with inputDy.
   Regions regions(r);
-  regions.input("resForGamma", resForGamma.data, bsh * ts);
-  regions.input("inputDy", inputDy.data, bsh * ts);
+  if (isReuseSource) {
+    regions.input("inputDy", inputDy.data, bsh * ts);
+    regions.written_input("resForGamma", resForGamma.data, bsh * ts, {});
+  } else {
+    regions.input("resForGamma", resForGamma.data, bsh * ts);
+    regions.input("inputDy", inputDy.data, bsh * ts);
+  }
   regions.output("outputPdGamma", outputPdGamma.data, h * ts, {});
   regions.output("outputPdBeta", outputPdBeta.data, h * ts, {});
-  if (scratch.data != nullptr) regions.scratch("sharedTmpBuffer", scratch.data, scratch.count);
+  if (scratch.buffer.data != nullptr) regions.scratch(scratch_name(scratch), scratch.buffer.data, scratch.buffer.count);
 
   // ---- Compute: every check has passed. ----
-  using lngrad::Dtype;
-  const Dtype dtype = ts == 2 ? Dtype::float16 : Dtype::float32;
-  // Both layouts fit the tiling's stackBufferSize: half needs 2H + 2*oneCalSize
-  // >= 4H floats there, float needs 2H (the tiling function's own minimum).
   float* acc_gamma = ts == 2 ? f + t.gammaTempTensorPos : static_cast<float*>(outputPdGamma.data);
   float* acc_beta = ts == 2 ? f + t.betaTempTensorPos : static_cast<float*>(outputPdBeta.data);
-  float* pass_sums = f + (ts == 2 ? t.inputDyTmpTensorPos : 0);
-  const std::uint64_t passes = std::uint64_t{t.loopRound} + (t.inputTailSize != 0 ? 1 : 0);
-  const auto hn = static_cast<std::int64_t>(h);
-  std::uint64_t row0 = 0;
-  for (std::uint64_t p = 0; p < passes; ++p) {
-    const std::uint64_t n = p < t.loopRound ? t.bsCurLength : t.bsTailSize;
-    const auto* res = static_cast<const std::byte*>(resForGamma.data) + row0 * h * ts;
-    const auto* dy = static_cast<const std::byte*>(inputDy.data) + row0 * h * ts;
-    // The first pass starts the sums; later ones go to pass_sums and are added.
-    float* gamma_out = p == 0 ? acc_gamma : pass_sums;
-    float* beta_out = p == 0 ? acc_beta : pass_sums + h;
-    lngrad::layer_norm_grad_beta({res, dtype, {static_cast<std::int64_t>(n), hn}},
-                                 {dy, dtype, {static_cast<std::int64_t>(n), hn}}, {gamma_out, Dtype::float32, {hn}},
-                                 {beta_out, Dtype::float32, {hn}});
-    if (p > 0) {
+  std::fill(acc_gamma, acc_gamma + oh, 0.0f);
+  std::fill(acc_beta, acc_beta + oh, 0.0f);
+  const std::uint64_t rows = b * s;
+  if (ts == 4) {
+    auto* res = static_cast<float*>(resForGamma.data);
+    const auto* dy = static_cast<const float*>(inputDy.data);
+    for (std::uint64_t i = 0; i < rows; ++i) {
       for (std::uint64_t j = 0; j < oh; ++j) {
-        acc_gamma[j] += pass_sums[j];
-        acc_beta[j] += pass_sums[h + j];
+        const float product = dy[i * h + j] * res[i * h + j];
+        if (isReuseSource) res[i * h + j] = product;
+        acc_gamma[j] += product;
+        acc_beta[j] += dy[i * h + j];
       }
     }
-    row0 += n;
-  }
-
-  if (ts == 2) {
-    auto* g = static_cast<std::uint16_t*>(outputPdGamma.data);
-    auto* be = static_cast<std::uint16_t*>(outputPdBeta.data);
-    for (std::uint64_t j = 0; j < h; ++j) {
-      g[j] = j < oh ? lngrad::float_to_float16(acc_gamma[j]) : 0;
-      be[j] = j < oh ? lngrad::float_to_float16(acc_beta[j]) : 0;
-    }
-  } else {
     std::fill(acc_gamma + oh, acc_gamma + h, 0.0f);
     std::fill(acc_beta + oh, acc_beta + h, 0.0f);
+    return;
+  }
+  const auto* res = static_cast<const std::uint16_t*>(resForGamma.data);
+  const auto* dy = static_cast<const std::uint16_t*>(inputDy.data);
+  for (std::uint64_t i = 0; i < rows; ++i) {
+    for (std::uint64_t j = 0; j < oh; ++j) {
+      const float dy_f = lngrad::float16_to_float(dy[i * h + j]);
+      acc_gamma[j] += dy_f * lngrad::float16_to_float(res[i * h + j]);
+      acc_beta[j] += dy_f;
+    }
+  }
+  auto* g = static_cast<std::uint16_t*>(outputPdGamma.data);
+  auto* be = static_cast<std::uint16_t*>(outputPdBeta.data);
+  for (std::uint64_t j = 0; j < h; ++j) {
+    g[j] = j < oh ? lngrad::float_to_float16(acc_gamma[j]) : 0;
+    be[j] = j < oh ? lngrad::float_to_float16(acc_beta[j]) : 0;
   }
 }
 

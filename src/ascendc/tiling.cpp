@@ -1,4 +1,4 @@
-// Host tiling for LayerNormGrad and LayerNormGradBeta: the numbers CANN's
+// Host tiling for LayerNorm, LayerNormGrad and LayerNormGradBeta: the numbers CANN's
 // tiling functions return on the classic chips, so that host code ported
 // from a device project plans the same passes. Arithmetic is 64-bit; a
 // result that CANN would have wrapped in its uint32_t fields is refused.
@@ -47,6 +47,12 @@ std::uint64_t grad_buffer_count(std::uint32_t type_size, bool reuse) {
   if (type_size == 2) return 9;  // isReuseSource does not apply to half
   return reuse ? 4 : 6;
 }
+
+std::uint64_t align_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
+
+// LayerNorm's float work buffers of a pass: x - mean, its square, the
+// normalized row; reusing a float source saves one.
+std::uint64_t norm_buffer_count(std::uint32_t type_size, bool reuse) { return reuse && type_size == 4 ? 2 : 3; }
 
 std::uint32_t float_bits(float f) {
   std::uint32_t u;
@@ -192,6 +198,69 @@ void GetLayerNormGradBetaNDTilingInfo(const ge::Shape srcShape, std::uint32_t st
     t.inputDyTmpTensorPos = 2 * h;
     t.resForGammaTmpTensorPos = r.fits_u32("resForGammaTmpTensorPos", 2 * d.h + one);
   }
+  tiling = t;
+}
+
+void GetLayerNormMaxMinTmpSize(const TensorShape& srcShape, std::uint32_t typeSize, bool isReuseSource,
+                               std::uint32_t& maxValue, std::uint32_t& minValue) {
+  const Refuser r("GetLayerNormMaxMinTmpSize");
+  const Dims d = check_shape(r, srcShape, typeSize);
+  // The work buffers hold the whole input (max) or one storage row (min),
+  // next to float mean and variance for all B*S rows; each rounded up to 32 bytes.
+  const std::uint64_t buffers = norm_buffer_count(typeSize, isReuseSource);
+  const std::uint64_t stats = 2 * align_up(d.rows() * sizeof(float), 32);
+  maxValue = r.fits_u32("maxValue for srcShape", buffers * align_up(d.bsh() * sizeof(float), 32) + stats);
+  minValue = r.fits_u32("minValue for srcShape", buffers * align_up(d.h * sizeof(float), 32) + stats);
+}
+
+void GetLayerNormNDTilingInfo(const TensorShape& srcShape, std::uint32_t stackBufferSize, std::uint32_t typeSize,
+                              bool isReuseSource, LayerNormTiling& tiling) {
+  const Refuser r("GetLayerNormNDTilingInfo");
+  const Dims d = check_shape(r, srcShape, typeSize);
+  const std::uint64_t buffers = norm_buffer_count(typeSize, isReuseSource);
+  const std::uint64_t stats_size = align_up(d.rows(), 8);  // floats, a 32-byte block multiple
+  // Half keeps float mean and variance at the start of the stack and casts
+  // them at the end; float writes them straight into the outputs.
+  const std::uint64_t stats_total = typeSize == 2 ? 2 * stats_size : 0;
+  const std::uint64_t floats = stackBufferSize / sizeof(float);
+  // CANN's own function wraps below stats_total and leaves the tiling unset
+  // when no row fits: refuse both.
+  if (floats < stats_total + buffers * d.h) {
+    std::string need = std::to_string((stats_total + buffers * d.h) * sizeof(float)) + " bytes (";
+    if (stats_total != 0) need += "float mean and variance of " + std::to_string(stats_size) + " rows each, then ";
+    need += std::to_string(buffers) + " float rows of storageH " + std::to_string(d.h) + ")";
+    r.fail("stackBufferSize", "at least " + need, std::to_string(stackBufferSize));
+  }
+  std::uint64_t one = (floats - stats_total) / buffers / d.h * d.h;
+  if (one > d.bsh()) one = d.bsh();
+
+  LayerNormTiling t{};
+  t.bLength = static_cast<std::uint32_t>(d.b);
+  t.sLength = static_cast<std::uint32_t>(d.s);
+  t.hLength = static_cast<std::uint32_t>(d.h);
+  t.originalHLength = static_cast<std::uint32_t>(d.origin_h);
+  t.inputXSize = static_cast<std::uint32_t>(d.bsh());
+  t.meanVarSize = static_cast<std::uint32_t>(d.rows());
+  t.numberOfTmpBuf = static_cast<std::uint32_t>(buffers);
+  t.meanTmpTensorPos = 0;
+  t.meanTmpTensorSize = r.fits_u32("meanTmpTensorSize", stats_size);
+  t.varianceTmpTensorPos = t.meanTmpTensorSize;
+  t.varianceTmpTensorSize = t.meanTmpTensorSize;
+  t.tmpBufSize = static_cast<std::uint32_t>(floats);
+  t.oneTmpSize = static_cast<std::uint32_t>(one);
+  t.firstTmpStartPos = static_cast<std::uint32_t>(stats_total);
+  t.secondTmpStartPos = static_cast<std::uint32_t>(stats_total + one);
+  t.thirdTmpStartPos = static_cast<std::uint32_t>(stats_total + 2 * one);  // <= floats
+  t.loopRound = t.inputXSize / t.oneTmpSize;
+  t.inputRoundSize = t.oneTmpSize;
+  t.inputTailSize = t.inputXSize % t.oneTmpSize;
+  t.inputTailPos = t.inputXSize - t.inputTailSize;
+  t.meanVarRoundSize = t.inputRoundSize / t.hLength;
+  t.meanVarTailSize = t.inputTailSize / t.hLength;
+  t.meanVarTailPos = t.meanVarSize - t.meanVarTailSize;
+  t.bshCurLength = t.inputRoundSize;
+  t.bsCurLength = t.meanVarRoundSize;
+  t.lastDimValueBack = 1.0f / static_cast<float>(d.origin_h);
   tiling = t;
 }
 

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "lngrad/ascendc.hpp"
@@ -14,6 +16,20 @@
 namespace lngrad::ascendc_test {
 
 using AscendC::half;
+
+// A call's {B, S, storageH, originH}; three values for unpadded rows.
+struct Dims {
+  std::uint32_t b, s, h, oh;
+  Dims(std::uint32_t b_, std::uint32_t s_, std::uint32_t h_, std::uint32_t oh_) : b(b_), s(s_), h(h_), oh(oh_) {}
+  Dims(std::uint32_t b_, std::uint32_t s_, std::uint32_t h_) : Dims(b_, s_, h_, h_) {}
+  std::uint32_t rows() const { return b * s; }
+  ge::Shape shape() const { return ge::Shape({b, s, h, oh}); }
+  std::string str() const {
+    std::ostringstream os;
+    os << '{' << b << ", " << s << ", " << h << ", " << oh << '}';
+    return os.str();
+  }
+};
 
 template <typename T>
 constexpr lngrad::Dtype dtype_of() {

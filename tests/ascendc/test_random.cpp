@@ -1,6 +1,7 @@
 // Random [B, S, H] (rows padded and not), with the minimum buffer, the
-// maximum and sizes between: the AscendC calls against the op-level API on
-// the same data, with guard regions around every buffer.
+// maximum and sizes between: LayerNormGrad against the op-level API on the
+// same data, LayerNormGradBeta against the device's row-order sums (bit for
+// bit) and the float64 reference, with guard regions around every buffer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,21 +23,11 @@ namespace {
 using AscendC::half;
 using AscendC::LocalTensor;
 using lngrad::ascendc_test::bits;
+using lngrad::ascendc_test::Dims;
 using lngrad::ascendc_test::dtype_of;
 using lngrad::ascendc_test::Guarded;
 using lngrad::ascendc_test::padded_rows;
 using lngrad::ascendc_test::uniform;
-
-struct Dims {
-  std::uint32_t b, s, h, oh;
-  std::uint32_t rows() const { return b * s; }
-  std::string str() const {
-    std::ostringstream os;
-    os << '{' << b << ", " << s << ", " << h << ", " << oh << '}';
-    return os.str();
-  }
-  ge::Shape shape() const { return ge::Shape({b, s, h, oh}); }
-};
 
 // H a multiple of 8 floats / 16 halves (32-byte rows); originH below H pads.
 template <typename T>
@@ -263,6 +254,25 @@ TEST(AscendCRandom, LayerNormGradLibraryScratchMatchesSharedTmpBuffer) {
 
 // ---- LayerNormGradBeta ----------------------------------------------------------
 
+// The device's order, written plainly: rows in order into one float32
+// accumulator per column, each product rounded before it is added (the test
+// target is built with -ffp-contract=off, as the library), half rounded once
+// at the end.
+template <typename T>
+void row_order_sums(const std::vector<T>& res, const std::vector<T>& dy, std::size_t rows, std::size_t n,
+                    std::vector<T>& pd_gamma, std::vector<T>& pd_beta) {
+  std::vector<float> g(n, 0.0f), b(n, 0.0f);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const float product = float(dy[i * n + j]) * float(res[i * n + j]);
+      g[j] = g[j] + product;
+      b[j] = b[j] + float(dy[i * n + j]);
+    }
+  }
+  pd_gamma.assign(g.begin(), g.end());
+  pd_beta.assign(b.begin(), b.end());
+}
+
 // gamma_n = n*u / (1 - n*u), u = 2^-24: a float32 sum of n terms, in any
 // order, each product rounded once, is within gamma_{n+1} * sum|terms| of the
 // exact sum (the standard recursive-summation bound). Half outputs add their
@@ -298,6 +308,8 @@ void beta_sweep(int& multi_pass_with_tail) {
       }
     }
     const double g = gamma_n(static_cast<double>(rows) + 1);
+    std::vector<T> plain_gamma, plain_beta;
+    row_order_sums(res, dy, rows, d.oh, plain_gamma, plain_beta);
 
     std::uint32_t max_tmp = 0, min_tmp = 0;
     AscendC::GetLayerNormGradBetaMaxMinTmpSize(d.shape(), sizeof(T), kReuse, max_tmp, min_tmp);
@@ -317,6 +329,10 @@ void beta_sweep(int& multi_pass_with_tail) {
 
       for (std::uint32_t j = 0; j < d.h; ++j) {
         const float got_g = float(pd_gamma.data()[j]), got_b = float(pd_beta.data()[j]);
+        if (j < d.oh) {  // the device's order: the same bits
+          EXPECT_EQ(bits(pd_gamma.data()[j]), bits(plain_gamma[j])) << "pd_gamma[" << j << "] vs row order";
+          EXPECT_EQ(bits(pd_beta.data()[j]), bits(plain_beta[j])) << "pd_beta[" << j << "] vs row order";
+        }
         if (j >= d.oh) {  // padding: +0
           EXPECT_EQ(bits(pd_gamma.data()[j]), 0u) << j;
           EXPECT_EQ(bits(pd_beta.data()[j]), 0u) << j;
@@ -336,11 +352,21 @@ void beta_sweep(int& multi_pass_with_tail) {
       }
       for (auto* b : {&dy_g, &res_g, &pd_gamma, &pd_beta}) EXPECT_TRUE(b->guards_intact());
       EXPECT_TRUE(tmp.guards_intact()) << "written outside sharedTmpBuffer";
+      // inputDy is read-only; resForGamma too, except that with
+      // isReuseSource it holds the products, as the device leaves it.
+      for (std::size_t i = 0; i < rows; ++i) {
+        for (std::uint32_t j = 0; j < d.h; ++j) {
+          const std::size_t k = i * d.h + j;
+          ASSERT_EQ(bits(dy_g.data()[k]), bits(dy_p[k])) << "inputDy written at " << k;
+          const T want = kReuse && j < d.oh ? T(float(dy_p[k]) * float(res_p[k])) : res_p[k];
+          ASSERT_EQ(bits(res_g.data()[k]), bits(want)) << "resForGamma at " << k;
+        }
+      }
     }
   }
 }
 
-TEST(AscendCRandom, LayerNormGradBetaMatchesTheOpLevelApiAndTheReference) {
+TEST(AscendCRandom, LayerNormGradBetaIsTheDevicesRowOrderAndNearTheReference) {
   int multi_pass_with_tail = 0;
   beta_sweep<float, false>(multi_pass_with_tail);
   beta_sweep<float, true>(multi_pass_with_tail);

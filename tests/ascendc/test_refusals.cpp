@@ -319,6 +319,16 @@ TEST(AscendCRefusals, TilingFunctions) {
   // CANN keeps sizes in 32 bits: a plan past them is refused, not wrapped.
   expect_error([&] { AscendC::GetLayerNormGradMaxMinTmpSize(ge::Shape({1024, 1024, 1024, 1024}), 4, false, mx, mn); },
                "expected a value that fits the tiling's 32-bit fields");
+  // LayerNorm's functions share the shape checks; its max of 3 float copies
+  // of a 2^30-element input is past 32 bits although the input is not.
+  AscendC::tiling::LayerNormTiling lt;
+  expect_error([&] { AscendC::GetLayerNormMaxMinTmpSize(ge::Shape({2, 8, 8}), 4, false, mx, mn); },
+               "GetLayerNormMaxMinTmpSize: srcShape: expected 4 dims {B, S, storageH, originH}, given 3 dims");
+  expect_error([&] { AscendC::GetLayerNormNDTilingInfo(ge::Shape({1, 8, 8, 8}), 4096, 3, false, lt); },
+               "GetLayerNormNDTilingInfo: typeSize: expected 2 (half) or 4 (float), given 3");
+  expect_error([&] { AscendC::GetLayerNormMaxMinTmpSize(ge::Shape({1024, 1024, 1024, 1024}), 4, false, mx, mn); },
+               "GetLayerNormMaxMinTmpSize: maxValue for srcShape: expected a value that fits the tiling's 32-bit "
+               "fields (at most 4294967295), given 12893290496");  // 3 * 2^32 + 2 * 2^22
 }
 
 }  // namespace

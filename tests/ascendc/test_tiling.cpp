@@ -14,6 +14,7 @@ namespace {
 
 using AscendC::tiling::LayerNormGradBetaTiling;
 using AscendC::tiling::LayerNormGradTiling;
+using AscendC::tiling::LayerNormTiling;
 
 std::uint32_t float_bits(float f) {
   std::uint32_t u;
@@ -36,6 +37,12 @@ MinMax grad_tmp(const ge::Shape& s, std::uint32_t type_size, bool reuse) {
 MinMax beta_tmp(const ge::Shape& s, std::uint32_t type_size, bool reuse) {
   MinMax m{0, 0};
   AscendC::GetLayerNormGradBetaMaxMinTmpSize(s, type_size, reuse, m.max, m.min);
+  return m;
+}
+
+MinMax norm_tmp(const ge::Shape& s, std::uint32_t type_size, bool reuse) {
+  MinMax m{0, 0};
+  AscendC::GetLayerNormMaxMinTmpSize(s, type_size, reuse, m.max, m.min);
   return m;
 }
 
@@ -183,6 +190,107 @@ TEST(AscendCTiling, LayerNormGradBetaHalfWithTail) {
   EXPECT_EQ(t.resForGammaTmpTensorPos, 128u);
 }
 
+TEST(AscendCTiling, LayerNormTmpSizesForTheSampleShape) {
+  // {2, 32, 16, 16} (CANN's LayerNorm sample): B*S*H = 1024 floats = 4096
+  // bytes, a row 64 bytes, B*S = 64 floats = 256 bytes of mean and as many
+  // of variance; 3 work buffers, 2 when a float source is reused.
+  const ge::Shape s = shape(2, 32, 16, 16);
+  EXPECT_EQ(norm_tmp(s, 4, false).max, 3u * 4096 + 2 * 256);
+  EXPECT_EQ(norm_tmp(s, 4, false).min, 3u * 64 + 2 * 256);
+  EXPECT_EQ(norm_tmp(s, 4, true).max, 2u * 4096 + 2 * 256);
+  EXPECT_EQ(norm_tmp(s, 4, true).min, 2u * 64 + 2 * 256);
+  EXPECT_EQ(norm_tmp(s, 2, false).max, 3u * 4096 + 2 * 256);  // sizes are float buffers for half too
+  EXPECT_EQ(norm_tmp(s, 2, true).min, 3u * 64 + 2 * 256);     // reuse does not apply to half
+  // Each part rounds up to 32 bytes: {1, 3, 8, 8} has 3 floats of mean (12 -> 32 bytes).
+  EXPECT_EQ(norm_tmp(shape(1, 3, 8, 8), 4, false).max, 3u * 96 + 2 * 32);
+  EXPECT_EQ(norm_tmp(shape(1, 3, 8, 8), 4, false).min, 3u * 32 + 2 * 32);
+}
+
+TEST(AscendCTiling, LayerNormFloatAtTheMinimum) {
+  // 704 bytes = 176 floats; float keeps no statistics in the stack: 176 / 3
+  // = 58 -> 48 (3 rows of 16). 1024 elements: 21 passes of 48 and a 16 tail.
+  LayerNormTiling t;
+  AscendC::GetLayerNormNDTilingInfo(shape(2, 32, 16, 16), 704, 4, false, t);
+  EXPECT_EQ(t.bLength, 2u);
+  EXPECT_EQ(t.sLength, 32u);
+  EXPECT_EQ(t.hLength, 16u);
+  EXPECT_EQ(t.originalHLength, 16u);
+  EXPECT_EQ(t.inputXSize, 1024u);
+  EXPECT_EQ(t.meanVarSize, 64u);
+  EXPECT_EQ(t.numberOfTmpBuf, 3u);
+  EXPECT_EQ(t.meanTmpTensorPos, 0u);
+  EXPECT_EQ(t.meanTmpTensorSize, 64u);
+  EXPECT_EQ(t.varianceTmpTensorPos, 64u);
+  EXPECT_EQ(t.varianceTmpTensorSize, 64u);
+  EXPECT_EQ(t.tmpBufSize, 176u);
+  EXPECT_EQ(t.oneTmpSize, 48u);
+  EXPECT_EQ(t.firstTmpStartPos, 0u);
+  EXPECT_EQ(t.secondTmpStartPos, 48u);
+  EXPECT_EQ(t.thirdTmpStartPos, 96u);
+  EXPECT_EQ(t.loopRound, 21u);
+  EXPECT_EQ(t.inputRoundSize, 48u);
+  EXPECT_EQ(t.inputTailSize, 16u);
+  EXPECT_EQ(t.inputTailPos, 1008u);
+  EXPECT_EQ(t.meanVarRoundSize, 3u);
+  EXPECT_EQ(t.meanVarTailSize, 1u);
+  EXPECT_EQ(t.meanVarTailPos, 63u);
+  EXPECT_EQ(t.bshCurLength, 48u);
+  EXPECT_EQ(t.bsCurLength, 3u);
+  EXPECT_EQ(t.lastDimValueBack, 0.0625f);
+}
+
+TEST(AscendCTiling, LayerNormHalfKeepsFloatStatisticsFirst) {
+  // 704 bytes = 176 floats: mean and variance take 2 * 64, the 3 buffers
+  // share 48: one row of 16 each. 64 passes, no tail.
+  LayerNormTiling t;
+  AscendC::GetLayerNormNDTilingInfo(shape(2, 32, 16, 16), 704, 2, false, t);
+  EXPECT_EQ(t.oneTmpSize, 16u);
+  EXPECT_EQ(t.firstTmpStartPos, 128u);
+  EXPECT_EQ(t.secondTmpStartPos, 144u);
+  EXPECT_EQ(t.thirdTmpStartPos, 160u);
+  EXPECT_EQ(t.loopRound, 64u);
+  EXPECT_EQ(t.inputTailSize, 0u);
+  EXPECT_EQ(t.inputTailPos, 1024u);
+  EXPECT_EQ(t.meanVarRoundSize, 1u);
+  EXPECT_EQ(t.meanVarTailPos, 64u);
+}
+
+TEST(AscendCTiling, LayerNormReuseCapAndPaddedRow) {
+  // Float reuse: 2 buffers. {1, 3, 24, 20}, 4000 bytes = 1000 floats / 2 =
+  // 500 -> 480 rows' worth, capped at the whole input (72): one pass.
+  LayerNormTiling t;
+  AscendC::GetLayerNormNDTilingInfo(shape(1, 3, 24, 20), 4000, 4, true, t);
+  EXPECT_EQ(t.numberOfTmpBuf, 2u);
+  EXPECT_EQ(t.oneTmpSize, 72u);
+  EXPECT_EQ(t.secondTmpStartPos, 72u);
+  EXPECT_EQ(t.thirdTmpStartPos, 144u);  // CANN sets it even when only two buffers are used
+  EXPECT_EQ(t.loopRound, 1u);
+  EXPECT_EQ(t.inputTailSize, 0u);
+  EXPECT_EQ(t.meanTmpTensorSize, 8u);   // 3 rows rounded up to a 32-byte block
+  EXPECT_EQ(t.lastDimValueBack, 1.0f / 20.0f);  // originH, not storageH
+}
+
+TEST(AscendCTiling, LayerNormRefusesAStackWithoutARow) {
+  // Half {2, 32, 16, 16}: 128 floats of statistics + 3 rows of 16 = 704 bytes.
+  LayerNormTiling t;
+  try {
+    AscendC::GetLayerNormNDTilingInfo(shape(2, 32, 16, 16), 700, 2, false, t);
+    ADD_FAILURE() << "no error";
+  } catch (const lngrad::Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "GetLayerNormNDTilingInfo: stackBufferSize: expected at least 704 bytes (float mean and variance of "
+                 "64 rows each, then 3 float rows of storageH 16), given 700");
+  }
+  try {
+    AscendC::GetLayerNormNDTilingInfo(shape(2, 32, 16, 16), 124, 4, true, t);
+    ADD_FAILURE() << "no error";
+  } catch (const lngrad::Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "GetLayerNormNDTilingInfo: stackBufferSize: expected at least 128 bytes (2 float rows of storageH "
+                 "16), given 124");
+  }
+}
+
 // ---- The formulas over a sweep -------------------------------------------------
 
 struct Case {
@@ -266,6 +374,58 @@ TEST(AscendCTiling, FormulasOverShapesStackSizesTypesAndReuse) {
   EXPECT_GT(plans, 100);
   EXPECT_GT(with_tail, 5);
   EXPECT_GT(multi_pass, 10);
+}
+
+// LayerNorm, written from CANN's rules as a second reading: the statistics
+// and buffers in 32-byte blocks; the half stack starts with float mean and
+// variance; passes of whole rows.
+TEST(AscendCTiling, LayerNormFormulasOverShapesStackSizesTypesAndReuse) {
+  int plans = 0, with_tail = 0, multi_pass = 0;
+  auto block32 = [](std::uint64_t bytes) { return (bytes + 31) / 32 * 32; };
+  for (const Case& c : kShapes) {
+    const ge::Shape s = shape(c.b, c.s, c.h, c.oh);
+    const std::uint64_t rows = std::uint64_t{c.b} * c.s, bsh = rows * c.h;
+    for (std::uint32_t ts : {2u, 4u}) {
+      for (bool reuse : {false, true}) {
+        const std::uint64_t bufs = reuse && ts == 4 ? 2 : 3;
+        const MinMax m = norm_tmp(s, ts, reuse);
+        EXPECT_EQ(m.max, bufs * block32(bsh * 4) + 2 * block32(rows * 4));
+        EXPECT_EQ(m.min, bufs * block32(c.h * 4) + 2 * block32(rows * 4));
+        for (std::uint32_t stack : {m.min, m.min + 4 * c.h * 5 + 7, (m.min + m.max) / 2, m.max, m.max + 1000}) {
+          const std::string at = "shape {" + std::to_string(c.b) + "," + std::to_string(c.s) + "," +
+                                 std::to_string(c.h) + "," + std::to_string(c.oh) + "} ts " + std::to_string(ts) +
+                                 " reuse " + std::to_string(reuse) + " stack " + std::to_string(stack);
+          LayerNormTiling t;
+          AscendC::GetLayerNormNDTilingInfo(s, stack, ts, reuse, t);
+          const std::uint64_t stats = (rows + 7) / 8 * 8;
+          const std::uint64_t first = ts == 2 ? 2 * stats : 0;
+          const std::uint64_t one = std::min((stack / 4 - first) / bufs / c.h * c.h, bsh);
+          EXPECT_EQ(t.tmpBufSize, stack / 4) << at;
+          EXPECT_EQ(t.meanTmpTensorSize, stats) << at;
+          EXPECT_EQ(t.varianceTmpTensorPos, stats) << at;
+          EXPECT_EQ(t.oneTmpSize, one) << at;
+          EXPECT_EQ(t.firstTmpStartPos, first) << at;
+          EXPECT_EQ(t.thirdTmpStartPos, first + 2 * one) << at;
+          EXPECT_EQ(t.loopRound, bsh / one) << at;
+          EXPECT_EQ(t.inputTailSize, bsh % one) << at;
+          EXPECT_EQ(t.inputTailPos, bsh - bsh % one) << at;
+          EXPECT_EQ(t.meanVarRoundSize, one / c.h) << at;
+          EXPECT_EQ(t.meanVarTailSize, bsh % one / c.h) << at;
+          EXPECT_EQ(t.meanVarTailPos, rows - bsh % one / c.h) << at;
+          EXPECT_EQ(t.bsCurLength, one / c.h) << at;
+          EXPECT_EQ(t.lastDimValueBack, 1.0f / static_cast<float>(c.oh)) << at;
+          // The plan's buffers lie inside the stack.
+          EXPECT_LE(first + bufs * one, t.tmpBufSize) << at;
+          ++plans;
+          with_tail += t.inputTailSize != 0 && t.loopRound > 0;
+          multi_pass += t.loopRound > 1;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(plans, 9 * 2 * 2 * 5);
+  EXPECT_GT(with_tail, 10);
+  EXPECT_GT(multi_pass, 20);
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "acl/acl.h"
 #include "support.hpp"
 
 namespace {
@@ -298,11 +300,37 @@ extern "C" __global__ __aicore__ void fill_block_index(GM_ADDR out) {
   g.SetValue(AscendC::GetBlockIdx(), static_cast<std::int32_t>(AscendC::GetBlockIdx()) + 100);
 }
 
+// As an ACL host main launches: on a stream of the current context, errors
+// in return codes.
 TEST_F(Model, AclLaunchRunsTheKernel) {
-  Gm<std::int32_t> out(4);
-  EXPECT_EQ(ACLRT_LAUNCH_KERNEL(fill_block_index)(4, nullptr, out.addr()), 0u);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], 100 + i);
-  ICPU_RUN_KF(fill_block_index, 2, out.addr());
+  ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  void* out = nullptr;
+  ASSERT_EQ(aclrtMalloc(&out, 4 * sizeof(std::int32_t), ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_EQ(ACLRT_LAUNCH_KERNEL(fill_block_index)(4, stream, static_cast<GM_ADDR>(out)), 0u);
+  EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+  std::int32_t host[4] = {};
+  ASSERT_EQ(aclrtMemcpy(host, sizeof host, out, sizeof host, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(host[i], 100 + i);
+  // A failed launch (here: thrown) leaves its error on the stream as well.
+  EXPECT_THROW(ACLRT_LAUNCH_KERNEL(fill_block_index)(8, stream, static_cast<GM_ADDR>(out)),
+               lngrad::ascendc::KernelError);  // 8 blocks write past 4 elements
+  EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_ERROR_RT_AICORE_EXCEPTION);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("GlobalTensor::SetValue: index 4"), std::string::npos);
+  EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);  // reported once
+  // A destroyed stream takes no launch.
+  ASSERT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+  EXPECT_EQ(ACLRT_LAUNCH_KERNEL(fill_block_index)(4, stream, static_cast<GM_ADDR>(out)),
+            static_cast<std::uint32_t>(ACL_ERROR_INVALID_RESOURCE_HANDLE));
+  EXPECT_EQ(aclrtFree(out), ACL_SUCCESS);
+  EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+  EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
+  // ICPU_RUN_KF needs no ACL runtime.
+  Gm<std::int32_t> gm(4);
+  ICPU_RUN_KF(fill_block_index, 2, gm.addr());
+  EXPECT_EQ(gm[1], 101);
 }
 
 }  // namespace

@@ -67,10 +67,16 @@ struct KernelCall {
 // whether every core succeeded.
 bool launch(const KernelCall& call);
 
+// An ACLRT_LAUNCH_KERNEL launch: refused with CANN's error code (and a
+// message on stderr) when the stream is not live in the calling thread's
+// context; otherwise as launch(). Returns 0 on success.
+std::uint32_t acl_launch(const KernelCall& call, void* stream);
+
 void set_tiling_key(std::uint64_t key);
 
-template <typename F, typename... Args>
-bool run_kernel(const char* name, F&& kernel, std::uint64_t block_dim, Args... args) {
+// Runs `body` with a KernelCall for kernel(args...) on block_dim cores.
+template <typename F, typename Run, typename... Args>
+auto with_call(const char* name, F&& kernel, std::uint64_t block_dim, Run&& run, Args... args) {
   KernelCall call{name, block_dim, nullptr, nullptr, {}};
   int index = 0;
   auto note = [&](const auto& a) {
@@ -84,7 +90,12 @@ bool run_kernel(const char* name, F&& kernel, std::uint64_t block_dim, Args... a
   auto body = [&]() { kernel(args...); };
   call.body = [](void* c) { (*static_cast<decltype(body)*>(c))(); };
   call.context = &body;
-  return launch(call);
+  return run(call);
+}
+
+template <typename F, typename... Args>
+bool run_kernel(const char* name, F&& kernel, std::uint64_t block_dim, Args... args) {
+  return with_call(name, kernel, block_dim, [](const KernelCall& c) { return launch(c); }, args...);
 }
 
 // What ACLRT_LAUNCH_KERNEL(kernel) returns: a call (blockDim, stream, args).
@@ -93,8 +104,9 @@ struct AclLauncher {
   const char* name;
   F kernel;
   template <typename... Args>
-  std::uint32_t operator()(std::uint64_t block_dim, void* /* stream */, Args... args) const {
-    return run_kernel(name, kernel, block_dim, args...) ? 0u : 507015u;  // ACL_ERROR_RT_AICORE_EXCEPTION
+  std::uint32_t operator()(std::uint64_t block_dim, void* stream, Args... args) const {
+    return with_call(name, kernel, block_dim, [stream](const KernelCall& c) { return acl_launch(c, stream); },
+                     args...);
   }
 };
 template <typename F>
