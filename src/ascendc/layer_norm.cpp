@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ascendc/check.hpp"
+#include "lngrad/ascendc/kernel_runtime.hpp"
 #include "lngrad/ascendc.hpp"
 #include "lngrad/half.hpp"
 #include "lngrad/lngrad.hpp"
@@ -151,6 +152,9 @@ void LayerNorm(Buffer output, Buffer outputMean, Buffer outputVariance, Buffer i
   float* variance = ts == 2 ? f + t.varianceTmpTensorPos : static_cast<float*>(outputVariance.data);
   lngrad::ForwardOptions options;
   options.epsilon = epsilon;  // already rounded to T by the caller
+  // A kernel core is one thread (cores run as the pool's tasks); outside a
+  // kernel the call may use every core.
+  options.num_threads = in_kernel() ? 1 : 0;
   const auto hn = static_cast<std::int64_t>(h);
   std::uint64_t row0 = 0;
   for (std::uint64_t p = 0; p < passes; ++p) {

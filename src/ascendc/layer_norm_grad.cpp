@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ascendc/check.hpp"
+#include "lngrad/ascendc/kernel_runtime.hpp"
 #include "ascendc/staging.hpp"
 #include "lngrad/ascendc.hpp"
 #include "lngrad/lngrad.hpp"
@@ -170,6 +171,9 @@ void LayerNormGrad(Buffer outputPdX, Buffer resForGamma, Buffer inputDy, Buffer 
   using lngrad::Dtype;
   lngrad::GradXOptions options;
   options.epsilon = epsilon;  // already rounded to T by the caller
+  // A kernel core is one thread (cores run as the pool's tasks); outside a
+  // kernel the call may use every core.
+  options.num_threads = in_kernel() ? 1 : 0;
   if (ts == 4 && h == oh) {
     // Float rows without padding need no staging: one call over all rows
     // gives the bits the passes would (a row's result does not depend on
