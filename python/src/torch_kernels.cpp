@@ -168,7 +168,9 @@ class Quiet final : public c10::WarningHandler {
 };
 
 std::mutex g_mutex;
-std::unique_ptr<torch::Library> g_library;
+// Not a static object: one left installed at exit is not torn down while the
+// dispatcher may already be gone; the registration ends with the process.
+torch::Library* g_library = nullptr;
 
 void install(int num_threads) {
   const std::lock_guard<std::mutex> lock(g_mutex);
@@ -180,12 +182,13 @@ void install(int num_threads) {
                                                   static_cast<std::uint32_t>(__LINE__));
   library->impl("native_layer_norm", TORCH_FN(forward));
   library->impl("native_layer_norm_backward", TORCH_FN(backward));
-  g_library = std::move(library);
+  g_library = library.release();
 }
 
 void uninstall() {
   const std::lock_guard<std::mutex> lock(g_mutex);
-  g_library.reset();
+  delete g_library;
+  g_library = nullptr;
   g_threads.store(kFollowTorch, std::memory_order_relaxed);
 }
 
