@@ -226,7 +226,6 @@ int cmd_compare(const Argv& args) {
     std::printf("%s\n%s\n%s", kCompareHelp, kNpyHelp, kExitStatusHelp);
     return kExitOk;
   }
-  const TensorSpecs specs(a, {});
   const std::optional<double> rtol = a.number("rtol"), atol = a.number("atol");
   for (auto [name, v] : {std::pair{"rtol", rtol}, std::pair{"atol", atol}}) {
     if (v && !(std::isfinite(*v) && *v >= 0)) a.fail(std::string("--") + name + ": expected a finite value >= 0");
@@ -237,6 +236,8 @@ int cmd_compare(const Argv& args) {
   const bool edir = fs::is_directory(expected, ec), adir = fs::is_directory(actual, ec);
 
   if (!edir && !adir) {
+    // NAME= entries name the files by their names without .npy/.bin.
+    const TensorSpecs specs(a, {expected.stem().string(), actual.stem().string()});
     const auto [e, t] = load_pair(expected, actual, specs);
     return compare_tensors(actual.string(), e, t, rtol, atol) ? kExitOk : kExitDifferences;
   }
@@ -244,6 +245,9 @@ int cmd_compare(const Argv& args) {
 
   const std::vector<std::string> names = data_files(expected);
   if (names.empty()) a.fail(expected.string() + ": no .npy or .bin files to compare");
+  std::vector<std::string> stems;
+  for (const std::string& name : names) stems.push_back(fs::path(name).stem().string());
+  const TensorSpecs specs(a, stems);
   std::size_t ok = 0, differ = 0, missing = 0, unreadable = 0;
   for (const std::string& name : names) {
     if (!fs::exists(actual / name, ec)) {

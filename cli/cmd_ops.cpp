@@ -116,7 +116,8 @@ Dims leading(const Dims& s, int n) { return {s.begin(), s.end() - n}; }
 InputTensor load_operand(const Args& a, const TensorSpecs& specs, const char* option,
                          const std::optional<Dims>& shape) {
   const std::string path = a.required(option);
-  InputTensor t = load_tensor("--" + std::string(option) + " " + path, path, option, specs, RawDefaults{shape, std::nullopt, false});
+  InputTensor t =
+      load_tensor("--" + std::string(option) + " " + path, path, option, specs, RawDefaults{shape, std::nullopt, false});
   if (t.array.count() == 0) {
     throw UsageError(path + ": empty array (shape " + shape_str(t.array.shape) +
                      "); lngrad needs every extent >= 1");
@@ -182,7 +183,6 @@ bool print_help(const Args& a, const char* text) {
   std::printf("%s\n%s\n%s", text, kNpyHelp, kExitStatusHelp);
   return true;
 }
-
 
 void report(const std::string& dir, const std::vector<OutputTensor>& outputs) {
   for (const OutputTensor& t : outputs) {

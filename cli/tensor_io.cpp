@@ -76,7 +76,7 @@ void read_entries(const Args& a, const char* option, const std::vector<std::stri
       continue;
     }
     const std::string name = entry.substr(0, eq);
-    if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
       std::string known;
       for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
       a.fail(std::string("option '--") + option + "': unknown tensor '" + name + "' (expected one of " + known + ")");
@@ -109,8 +109,6 @@ std::optional<Dtype> TensorSpecs::dtype(const std::string& name) const {
   const auto own = own_dtype(name);
   return own ? own : default_dtype_;
 }
-
-bool TensorSpecs::names(const std::string& name) const { return shapes_.count(name) || dtypes_.count(name); }
 
 InputTensor load_tensor(const std::string& label, const std::string& path, const std::string& name,
                         const TensorSpecs& specs, const RawDefaults& defaults) {

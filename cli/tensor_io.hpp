@@ -30,14 +30,13 @@ bool is_npy(const std::string& path);
 // and bfloat16 lets uint16 data be read as bfloat16 bit patterns.
 class TensorSpecs {
  public:
-  // `names`: the NAMEs the command knows (empty: any).
+  // `names`: the NAMEs the command knows; another is refused.
   TensorSpecs(const Args& args, const std::vector<std::string>& names);
 
   std::optional<Dims> own_shape(const std::string& name) const;
   const std::optional<Dims>& default_shape() const { return default_shape_; }
   std::optional<Dtype> own_dtype(const std::string& name) const;
   std::optional<Dtype> dtype(const std::string& name) const;  // own, else the default
-  bool names(const std::string& name) const;  // a NAME=VALUE entry mentions it
 
  private:
   std::optional<Dims> default_shape_;

@@ -226,6 +226,9 @@ def test_compare_folders_of_bin_files(tmp_path):
     # Without a dtype for the raw files: exit 2, naming the file.
     proc = run("compare", golden, device)
     assert proc.returncode == 2 and "a raw file needs its dtype" in proc.stderr
+    # A NAME that is no file's: refused, with the names there are.
+    one_line_error(run("compare", golden, device, "--dtype", "pd_gama=float32"),
+                   "unknown tensor 'pd_gama' (expected one of pd_gamma, pd_x)")
 
 
 def test_compare_a_bin_file_with_its_npy_counterpart(tmp_path):
