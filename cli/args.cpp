@@ -40,7 +40,7 @@ Args::Args(std::string command, const std::vector<std::string>& argv, std::vecto
     const OptionSpec* spec = find(name);
     if (spec == nullptr) fail("unknown option '--" + name + "'");
     for (const auto& [seen, v] : values_) {
-      if (seen == name) fail("option '--" + name + "' given twice");
+      if (seen == name && !spec->repeatable) fail("option '--" + name + "' given twice");
     }
     if (spec->takes_value && !inline_value) {
       if (i + 1 >= argv.size()) fail("option '--" + name + "' needs a value");
@@ -70,6 +70,14 @@ std::optional<std::string> Args::get(const std::string& name) const {
     if (n == name) return v;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  std::vector<std::string> found;
+  for (const auto& [n, v] : values_) {
+    if (n == name) found.push_back(v);
+  }
+  return found;
 }
 
 std::string Args::required(const std::string& name) const {
@@ -102,13 +110,6 @@ std::optional<int> Args::integer(const std::string& name, int min, int max) cons
          ", given '" + *v + "'");
   }
   return static_cast<int>(n);
-}
-
-bool Args::bfloat16() const {
-  auto v = get("dtype");
-  if (!v) return false;
-  if (*v != "bfloat16") fail("option '--dtype': expected bfloat16 (the only dtype not named by .npy), given '" + *v + "'");
-  return true;
 }
 
 }  // namespace lngrad::cli

@@ -1,5 +1,6 @@
 // Command-line options: "--name value", "--name=value" and "--flag", each at
-// most once, checked against the command's list; numbers parsed strictly.
+// most once unless the command lets it repeat, checked against the command's
+// list; numbers parsed strictly.
 #pragma once
 
 #include <optional>
@@ -18,11 +19,12 @@ class UsageError : public std::runtime_error {
 struct OptionSpec {
   const char* name;  // without the leading "--"
   bool takes_value;
+  bool repeatable = false;
 };
 
 class Args {
  public:
-  // Throws UsageError for an unknown or repeated option, a missing value, or
+  // Throws UsageError for an unknown option, one repeated that may not be, a missing value, or
   // more than `max_positionals` positional arguments. "-h"/"--help" anywhere
   // sets help() instead of failing.
   Args(std::string command, const std::vector<std::string>& argv, std::vector<OptionSpec> specs,
@@ -30,13 +32,13 @@ class Args {
 
   bool help() const { return help_; }
   bool flag(const std::string& name) const;
-  std::optional<std::string> get(const std::string& name) const;
+  std::optional<std::string> get(const std::string& name) const;  // the first value
+  std::vector<std::string> all(const std::string& name) const;    // every value, in order
   std::string required(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
 
   std::optional<double> number(const std::string& name) const;  // any finite or non-finite double
   std::optional<int> integer(const std::string& name, int min, int max) const;
-  bool bfloat16() const;  // --dtype bfloat16 given (the only accepted value)
 
   [[noreturn]] void fail(const std::string& message) const;  // "lngrad <command>: <message>"
 

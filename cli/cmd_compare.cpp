@@ -21,10 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kCompareHelp = R"(usage: lngrad compare EXPECTED ACTUAL [--rtol R] [--atol A] [--dtype bfloat16]
+const char* const kCompareHelp = R"(usage: lngrad compare EXPECTED ACTUAL [--rtol R] [--atol A] [--dtype D]...
+                      [--shape S]...
 
-Compares two .npy files, or two folders file by file (every *.npy in
-EXPECTED against the file of the same name in ACTUAL). For each tensor it
+Compares two files (.npy or raw), or two folders file by file (every *.npy
+and *.bin in EXPECTED against the file of the same name in ACTUAL). For each
+tensor it
 prints the largest absolute and relative error with their indices, the
 worst element (the one furthest outside, or closest to, its tolerance), the
 largest ULP distance counted in the files' own dtype, and how many elements
@@ -42,6 +44,9 @@ Default tolerances, by dtype (--rtol and --atol replace them for every file):
                                     operator's float32 samples (about 840 ulps)
   float16   rtol 4e-3   atol 4e-3   CANN's float16/bfloat16 system tests (about
   bfloat16  rtol 4e-3   atol 4e-3   4 float16 ulps; one bfloat16 rounding, 2^-8)
+Raw files: --dtype D (or --dtype NAME=D, NAME a file's name without .bin)
+gives their dtype and --shape their shape (optional: without one, a raw file
+has the shape of its .npy counterpart, else one axis).
 Exit status 1 when anything is outside tolerance or missing.
 )";
 
@@ -177,25 +182,50 @@ void report_unreadable(const char* message) {
   std::fprintf(stderr, "lngrad: %s\n", message);
 }
 
-std::vector<std::string> npy_files(const fs::path& dir) {
+std::vector<std::string> data_files(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.size() > 4 && name.ends_with(".npy") && name[0] != '.') names.push_back(name);
+    if (entry.is_regular_file() && name.size() > 4 && (name.ends_with(".npy") || name.ends_with(".bin")) &&
+        name[0] != '.') {
+      names.push_back(name);
+    }
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
+// The pair of files to compare. A raw file without a --shape entry of its
+// own takes the default --shape, else its .npy partner's shape, else one
+// axis; without a --dtype, its partner's dtype.
+std::pair<InputTensor, InputTensor> load_pair(const fs::path& expected, const fs::path& actual,
+                                              const TensorSpecs& specs) {
+  const auto load = [&](const fs::path& p, const InputTensor* partner) {
+    RawDefaults d{specs.default_shape(), std::nullopt, true};
+    if (partner != nullptr && !partner->raw) {
+      if (!d.shape) d.shape = partner->array.shape;
+      d.dtype = partner->dtype;
+    }
+    return load_tensor(p.string(), p.string(), p.stem().string(), specs, d);
+  };
+  if (!is_npy(expected.string()) && is_npy(actual.string())) {
+    InputTensor t = load(actual, nullptr);
+    InputTensor e = load(expected, &t);
+    return {std::move(e), std::move(t)};
+  }
+  InputTensor e = load(expected, nullptr);
+  InputTensor t = load(actual, &e);
+  return {std::move(e), std::move(t)};
+}
+
 }  // namespace
 
 int cmd_compare(const Argv& args) {
-  const Args a("compare", args, {{"rtol", true}, {"atol", true}, {"dtype", true}}, 2);
+  const Args a("compare", args, {{"rtol", true}, {"atol", true}, {"dtype", true, true}, {"shape", true, true}}, 2);
   if (a.help()) {
     std::printf("%s\n%s\n%s", kCompareHelp, kNpyHelp, kExitStatusHelp);
     return kExitOk;
   }
-  const bool bf16 = a.bfloat16();
   const std::optional<double> rtol = a.number("rtol"), atol = a.number("atol");
   for (auto [name, v] : {std::pair{"rtol", rtol}, std::pair{"atol", atol}}) {
     if (v && !(std::isfinite(*v) && *v >= 0)) a.fail(std::string("--") + name + ": expected a finite value >= 0");
@@ -206,14 +236,18 @@ int cmd_compare(const Argv& args) {
   const bool edir = fs::is_directory(expected, ec), adir = fs::is_directory(actual, ec);
 
   if (!edir && !adir) {
-    const InputTensor e = load_tensor(expected.string(), bf16);
-    const InputTensor t = load_tensor(actual.string(), bf16);
+    // NAME= entries name the files by their names without .npy/.bin.
+    const TensorSpecs specs(a, {expected.stem().string(), actual.stem().string()});
+    const auto [e, t] = load_pair(expected, actual, specs);
     return compare_tensors(actual.string(), e, t, rtol, atol) ? kExitOk : kExitDifferences;
   }
-  if (edir != adir) a.fail("EXPECTED and ACTUAL must both be .npy files or both be folders");
+  if (edir != adir) a.fail("EXPECTED and ACTUAL must both be files or both be folders");
 
-  const std::vector<std::string> names = npy_files(expected);
-  if (names.empty()) a.fail(expected.string() + ": no .npy files to compare");
+  const std::vector<std::string> names = data_files(expected);
+  if (names.empty()) a.fail(expected.string() + ": no .npy or .bin files to compare");
+  std::vector<std::string> stems;
+  for (const std::string& name : names) stems.push_back(fs::path(name).stem().string());
+  const TensorSpecs specs(a, stems);
   std::size_t ok = 0, differ = 0, missing = 0, unreadable = 0;
   for (const std::string& name : names) {
     if (!fs::exists(actual / name, ec)) {
@@ -222,18 +256,17 @@ int cmd_compare(const Argv& args) {
       continue;
     }
     try {
-      const InputTensor e = load_tensor((expected / name).string(), bf16);
-      const InputTensor t = load_tensor((actual / name).string(), bf16);
+      const auto [e, t] = load_pair(expected / name, actual / name, specs);
       (compare_tensors(name, e, t, rtol, atol) ? ok : differ) += 1;
     } catch (const NpyError& err) {
       report_unreadable(err.what());
       ++unreadable;
-    } catch (const UsageError& err) {  // uint16 without --dtype bfloat16
+    } catch (const UsageError& err) {  // uint16 without --dtype bfloat16, a raw file's size
       report_unreadable(err.what());
       ++unreadable;
     }
   }
-  for (const std::string& name : npy_files(actual)) {
+  for (const std::string& name : data_files(actual)) {
     if (!std::binary_search(names.begin(), names.end(), name)) {
       std::printf("%s: not in %s, not compared\n", name.c_str(), expected.string().c_str());
     }

@@ -30,13 +30,22 @@ written as '<u2'. Without it uint16 files are refused. Fortran order, object,
 structured and other dtypes, malformed headers and data shorter or longer
 than the shape are refused with exit status 2. Outputs are written in the
 host's byte order under a temporary name and renamed when all are complete.
+
+Raw files: any name not ending in .npy holds bare data (numpy's tofile: C
+order, the host's byte order, bfloat16 as 16-bit words), as CANN's samples
+write .bin files. --dtype D and --shape S (e.g. 6,10,48) describe them; each
+may be repeated as NAME=VALUE for one tensor (--dtype mean=float32), NAME
+being the option without '--'. A file whose length is not its shape's size
+is refused with exit status 2. --out-format bin writes raw outputs (.bin),
+the default when the main input is raw.
 )";
 
 namespace {
 
 const char* const kMainHelp = R"(usage: lngrad COMMAND [OPTIONS]   (lngrad COMMAND --help for each)
 
-LayerNorm backward (the Ascend LayerNormGrad operator family) on .npy files.
+LayerNorm backward (the Ascend LayerNormGrad operator family) on .npy and raw
+.bin files.
 
 Commands:
   grad       pd_x, pd_gamma, pd_beta from dy, x, variance (or rstd), mean, gamma
@@ -44,7 +53,8 @@ Commands:
   grad-beta  pd_gamma and pd_beta from dy and res_for_gamma (seed 001's
              LayerNormGradBeta)
   forward    y, mean, variance, rstd of LayerNorm forward
-  compare    compare two .npy files or folders within tolerances (golden data)
+  compare    compare two files (.npy or raw) or folders within tolerances
+             (golden data)
   demo       the seeds' examples beside their listed values, and a throughput line
   bench      run the benchmark driver lngrad-bench with the given arguments
   version    print the version and the SIMD targets

@@ -294,15 +294,9 @@ NpyArray parse_npy(const std::uint8_t* data, std::size_t size, const std::string
 
   const std::size_t item = npy_type_size(out.type);
   const std::size_t available = size - preamble - header_len;
-  // Count with an overflow check before any multiplication can wrap.
-  const bool empty = std::find(out.shape.begin(), out.shape.end(), 0) != out.shape.end();
-  std::size_t count = empty ? 0 : 1;
-  bool too_big = false;
-  for (std::size_t i = 0; i < out.shape.size() && !empty && !too_big; ++i) {
-    const auto d = static_cast<std::size_t>(out.shape[i]);
-    too_big = count > std::numeric_limits<std::size_t>::max() / item / d;
-    count *= too_big ? 1 : d;
-  }
+  const std::optional<std::size_t> bytes = checked_bytes(out.shape, item);
+  const bool too_big = !bytes;
+  const std::size_t count = too_big ? 0 : *bytes / item;
   const std::string shape_desc = "shape " + shape_str(out.shape) + " of " + npy_type_name(out.type);
   if (too_big || count * item > available) {
     fail(name, "data shorter than the header says: " + shape_desc + " needs " +
@@ -321,10 +315,22 @@ NpyArray parse_npy(const std::uint8_t* data, std::size_t size, const std::string
   return out;
 }
 
-NpyArray read_npy(const std::string& path) {
+std::optional<std::size_t> checked_bytes(const std::vector<std::int64_t>& shape, std::size_t item) {
+  // Count with an overflow check before any multiplication can wrap.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  std::size_t count = 1;
+  for (const std::int64_t extent : shape) {
+    const auto d = static_cast<std::size_t>(extent);
+    if (count > std::numeric_limits<std::size_t>::max() / item / d) return std::nullopt;
+    count *= d;
+  }
+  return count * item;
+}
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, expected a .npy file");
+  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, expected a file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) fail(path, std::string("cannot open: ") + std::strerror(errno));
   std::vector<std::uint8_t> bytes;
@@ -334,6 +340,11 @@ NpyArray read_npy(const std::string& path) {
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) fail(path, "read error");
+  return bytes;
+}
+
+NpyArray read_npy(const std::string& path) {
+  const std::vector<std::uint8_t> bytes = read_file(path);
   return parse_npy(bytes.data(), bytes.size(), path);
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,6 +48,12 @@ NpyArray parse_npy(const std::uint8_t* data, std::size_t size, const std::string
 
 // Reads and parses a file; unreadable files raise NpyError too.
 NpyArray read_npy(const std::string& path);
+
+// A whole file's bytes; NpyError ("<path>: cannot open: ...") when it cannot be read.
+std::vector<std::uint8_t> read_file(const std::string& path);
+
+// count(shape) * item bytes, or nothing when that is 2^64 or more.
+std::optional<std::size_t> checked_bytes(const std::vector<std::int64_t>& shape, std::size_t item);
 
 // The file image of `array`: a version 1.0 header (2.0 if it would not fit)
 // in the host's byte order, padded so that the data starts 64-byte aligned.

@@ -1,4 +1,6 @@
-"""lngrad over torch tensors: the four functions and a drop-in LayerNorm module.
+"""lngrad over torch tensors: the four functions, a drop-in LayerNorm module,
+and install() / uninstall(), which put lngrad behind every torch.nn.LayerNorm
+and F.layer_norm on the CPU.
 
 Tensors must be on the CPU, strided, and float64, float32, float16 or bfloat16.
 Non-contiguous inputs are copied; out= tensors are written in place (their
@@ -6,8 +8,8 @@ version counters bumped, as by an in-place op) and must be contiguous and not
 require grad. The functions are not differentiable
 (their outputs do not require grad): use :class:`LayerNorm` for autograd.
 Arguments, defaults, shapes and dtypes are those of the NumPy functions in
-:mod:`lngrad`; torch.set_num_threads does not apply (num_threads=0 is all
-cores).
+:mod:`lngrad`; torch.set_num_threads does not apply to them (num_threads=0 is
+all cores), while the kernels install() registers follow it.
 
 This module imports torch; ``import lngrad`` alone does not.
 """
@@ -161,3 +163,85 @@ class LayerNorm(_torch.nn.LayerNorm):
             _core.fail("LayerNorm", "input", f"trailing axes {list(shape)} (normalized_shape)",
                        f"shape {list(x.shape)}")
         return _LayerNormFunction.apply(x, self.weight, self.bias, len(shape), self.eps)
+
+
+# ---- lngrad behind every torch.nn.LayerNorm on the CPU. ----------------------------------------------
+
+def _extension():
+    """The compiled kernels (lngrad._lngrad_torch), checked against the running torch."""
+    try:
+        from . import _lngrad_torch as ext
+    except ImportError as e:
+        raise RuntimeError("lngrad.torch.install: the torch extension is not available (lngrad was built "
+                           f"without libtorch-dev, or against another torch): {e}") from None
+    if not _torch.__version__.startswith(ext.torch_version):
+        raise RuntimeError(f"lngrad.torch.install: the extension was built against torch {ext.torch_version}, "
+                           f"this is torch {_torch.__version__}: rebuild lngrad against this torch")
+    return ext
+
+
+class _Installation:
+    """What install() returns: as a context manager, it puts back on exit the
+    state before install() (torch's kernels, or an earlier install's thread setting)."""
+
+    def __init__(self, ext, previous):
+        self._ext, self._previous = ext, previous
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        was_installed, threads = self._previous
+        if was_installed:
+            self._ext.install(threads)
+        else:
+            self._ext.uninstall()
+        return False
+
+
+def install(num_threads=None):
+    """Makes lngrad the CPU kernel of aten's native_layer_norm and
+    native_layer_norm_backward, so that every torch.nn.LayerNorm,
+    F.layer_norm and model built on them runs lngrad's forward and backward
+    on CPU tensors, float16 and bfloat16 included, without naming lngrad.
+
+    Served: float64, float32, float16 and bfloat16 inputs of rank <= 8 with
+    weight and bias of x's dtype or float32. The saved mean and rstd are
+    float32 for 16-bit inputs (torch 1.13 keeps them in x's dtype). Every
+    other call (other dtypes, empty tensors, shapes torch refuses) runs
+    torch's own kernel; nothing else in torch changes.
+
+    num_threads: None follows torch.get_num_threads() at each call; N >= 1
+    uses N threads; 0 all cores. Results are bit-identical for any count.
+
+    Calling it again changes only num_threads. Returns a context manager:
+    ``with lngrad.torch.install(): ...`` puts back on exit what was there
+    before (torch's kernels, or the earlier setting).
+    """
+    if num_threads is None:
+        threads = None
+    else:
+        threads = _core._int("install", "num_threads", num_threads, 0)
+    ext = _extension()
+    previous = (ext.installed(), ext.num_threads())
+    ext.install(ext.FOLLOW_TORCH if threads is None else threads)
+    return _Installation(ext, previous)
+
+
+def uninstall():
+    """Gives the CPU LayerNorm operators back to torch's own kernels, exactly
+    as they were before install(). Without an install, does nothing."""
+    try:
+        from . import _lngrad_torch as ext
+    except ImportError:
+        return  # never built, so never installed
+    ext.uninstall()
+
+
+def is_installed():
+    """Whether install() is in effect."""
+    try:
+        from . import _lngrad_torch as ext
+    except ImportError:
+        return False
+    return ext.installed()

@@ -158,7 +158,7 @@ def test_folders_compare_by_file_name(tmp_path, base):
     one_line_error(run("compare", exp, act / "b.npy"), "both")
     empty = tmp_path / "empty"
     empty.mkdir()
-    one_line_error(run("compare", empty, act), "no .npy files")
+    one_line_error(run("compare", empty, act), "no .npy or .bin files")
 
 
 def test_compare_usage(tmp_path, base):

@@ -121,21 +121,21 @@ def test_empty_arrays(tmp_path):
 
 # ---- failed runs leave no partial output ----
 
-def grad_inputs(tmp_path, gamma_len=8):
+def grad_inputs(tmp_path, gamma_dtype=np.float32):
     rng = np.random.default_rng(1)
     files = {"dy": rng.normal(size=(3, 8)), "x": rng.normal(size=(3, 8)), "mean": np.zeros(3),
-             "variance": np.ones(3), "gamma": np.ones(gamma_len)}
+             "variance": np.ones(3), "gamma": np.ones(8)}
     args = []
     for name, arr in files.items():
-        np.save(tmp_path / f"{name}.npy", arr.astype(np.float32))
+        np.save(tmp_path / f"{name}.npy", arr.astype(gamma_dtype if name == "gamma" else np.float32))
         args += [f"--{name}", tmp_path / f"{name}.npy"]
     return args
 
 
 def test_library_errors_are_one_line_and_write_nothing(tmp_path):
     out = tmp_path / "out"
-    proc = run("grad", *grad_inputs(tmp_path, gamma_len=7), "--out", out)
-    one_line_error(proc, "layer_norm_grad", "gamma", "expected shape [8]", "given [7]")
+    proc = run("grad", *grad_inputs(tmp_path, gamma_dtype=np.float64), "--out", out)
+    one_line_error(proc, "layer_norm_grad", "gamma", "expected dtype", "given float64")
     assert not out.exists()
     one_line_error(run("grad", *grad_inputs(tmp_path), "--epsilon", -1, "--out", out), "epsilon", "-1")
     assert not out.exists()
