@@ -42,7 +42,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::int64_t kRows = 6, kH = 21, kBadRow = 2;
 
-using Param = std::tuple<Dtype, Where, double, std::int64_t>;  // dtype, input, value, column
+using Param = std::tuple<std::string, Dtype, Where, double, std::int64_t>;  // target, dtype, input, value, column
 
 void poison(GradProblem& p, Where where, double value, std::int64_t k) {
   switch (where) {
@@ -62,10 +62,14 @@ bool same_bits(const Tensor& a, const Tensor& b, std::int64_t i) {
   return std::equal(pa, pa + s, pb);
 }
 
-class NonFinite : public ::testing::TestWithParam<Param> {};
+class NonFinite : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override { set_max_target(std::get<0>(GetParam())); }
+  void TearDown() override { set_max_target(""); }
+};
 
 TEST_P(NonFinite, PoisonsOnlyWhatReadsIt) {
-  const auto [dtype, where, value, k] = GetParam();
+  const auto [target, dtype, where, value, k] = GetParam();
   const Dtype stat = dtype == Dtype::float64 ? Dtype::float64 : Dtype::float32;
   const GradProblem clean = make_problem(dtype, stat, kRows, kH, 7);
   GradProblem bad = make_problem(dtype, stat, kRows, kH, 7);
@@ -129,15 +133,16 @@ TEST_P(NonFinite, PoisonsOnlyWhatReadsIt) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto [dtype, where, value, k] = info.param;
+  const auto [target, dtype, where, value, k] = info.param;
   const std::string v = std::isnan(value) ? "NaN" : (value > 0 ? "PosInf" : "NegInf");
-  return std::string(dtype_name(dtype)) + "_" + where_name(where) + "_" + v + "_col" + std::to_string(k);
+  return std::string(dtype_name(dtype)) + "_" + where_name(where) + "_" + v + "_col" + std::to_string(k) + "_" + target;
 }
 
 // Column 3 lies in the vector body, column 19 in the tail (21 = 16 + 5 floats,
 // 2*8 + 5 doubles on AVX-512).
 INSTANTIATE_TEST_SUITE_P(AllInputs, NonFinite,
-                         ::testing::Combine(::testing::Values(Dtype::float32, Dtype::float64, Dtype::float16,
+                         ::testing::Combine(::testing::ValuesIn(available_targets()),
+                                            ::testing::Values(Dtype::float32, Dtype::float64, Dtype::float16,
                                                               Dtype::bfloat16),
                                             ::testing::Values(Where::dy, Where::x, Where::mean, Where::variance,
                                                               Where::gamma),
@@ -147,7 +152,9 @@ INSTANTIATE_TEST_SUITE_P(AllInputs, NonFinite,
 
 // layer_norm_grad_beta: a bad res_for_gamma[r][k] reaches pd_gamma[k] only; a
 // bad dy[r][k] pd_gamma[k] and pd_beta[k].
-TEST(NonFiniteBeta, PoisonsOnlyItsColumn) {
+LNGRAD_TARGET_SUITE(NonFiniteBeta);
+
+TEST_P(NonFiniteBeta, PoisonsOnlyItsColumn) {
   for (Dtype dtype : {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16}) {
     for (bool in_dy : {false, true}) {
       const GradProblem p = make_problem(dtype, Dtype::float32, kRows, kH, 3);
@@ -177,7 +184,9 @@ TEST(NonFiniteBeta, PoisonsOnlyItsColumn) {
 
 // layer_norm (forward): a bad x[r][k] makes row r's mean, variance and every
 // y[r][j] non-finite (the row statistics read it); other rows are unchanged.
-TEST(NonFiniteForward, PoisonsOnlyItsRow) {
+LNGRAD_TARGET_SUITE(NonFiniteForward);
+
+TEST_P(NonFiniteForward, PoisonsOnlyItsRow) {
   for (Dtype dtype : {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16}) {
     for (double value : {kNaN, kInf, -kInf}) {
       const Dtype stat = dtype == Dtype::float64 ? Dtype::float64 : Dtype::float32;
