@@ -65,7 +65,8 @@ std::optional<std::uint64_t> claimed_bytes(const Shape& s, Dtype d) {
   return n;
 }
 
-struct Arg {
+// What an argument is, apart from its memory (copyable; a Block is not).
+struct ArgDecl {
   const char* name = "";
   bool output = false;
   bool optional = false;  // may be absent (std::nullopt / an empty view)
@@ -75,10 +76,13 @@ struct Arg {
   std::vector<std::int64_t> dims;
   int alias_of = -1;            // outputs: index of the input the view points into
   std::int64_t alias_offset = 0;  // in elements of the output's dtype
+  bool requested = false;       // outputs: the call must write every element
+};
+
+struct Arg : ArgDecl {
   Block block;
   void* data = nullptr;
   bool unbacked = false;
-  bool requested = false;       // outputs: the call must write every element
 
   Shape shape() const { return Shape(dims.data(), dims.size()); }
   std::size_t bytes() const { return block.size(); }
@@ -521,14 +525,8 @@ void check_tiled(Call& c) {
   t.normalized_ndim = c.normalized_ndim;
   for (const Arg& a : c.args) {
     Arg b;
-    b.name = a.name;
-    b.output = a.output;
-    b.optional = a.optional;
-    b.present = a.present;
-    b.null_data = a.null_data;
-    b.dtype = a.dtype;
-    b.dims = a.dims;
-    b.requested = a.requested;
+    static_cast<ArgDecl&>(b) = a;
+    b.alias_of = -1;
     if (a.present && a.data != nullptr) {
       const std::size_t reps = has_rows(a) ? static_cast<std::size_t>(k) : 1;
       if (reps > 1) b.dims[0] *= k;
