@@ -13,10 +13,16 @@
 //     and no byte of any tensor changed;
 //   - on success: every requested output was written in full (outputs start
 //     as a signalling-NaN pattern no computation produces), nothing else was
-//     written, inputs are unchanged unless an output is exactly over them,
-//     and a rerun with another thread count gives the same bits.
+//     written, and inputs are unchanged unless an output is exactly over them;
+//   - for some successful calls (a choice read after the values), the same
+//     call with its rows repeated to 3 * 2^14 elements or more, so that the
+//     library really uses several threads: 1 and 3 threads give the same
+//     values, and every repetition of a row gives the original call's (bit
+//     for bit, NaN for NaN: a NaN's sign and payload may differ).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <string>
@@ -59,7 +65,8 @@ std::optional<std::uint64_t> claimed_bytes(const Shape& s, Dtype d) {
   return n;
 }
 
-struct Arg {
+// What an argument is, apart from its memory (copyable; a Block is not).
+struct ArgDecl {
   const char* name = "";
   bool output = false;
   bool optional = false;  // may be absent (std::nullopt / an empty view)
@@ -69,10 +76,13 @@ struct Arg {
   std::vector<std::int64_t> dims;
   int alias_of = -1;            // outputs: index of the input the view points into
   std::int64_t alias_offset = 0;  // in elements of the output's dtype
+  bool requested = false;       // outputs: the call must write every element
+};
+
+struct Arg : ArgDecl {
   Block block;
   void* data = nullptr;
   bool unbacked = false;
-  bool requested = false;       // outputs: the call must write every element
 
   Shape shape() const { return Shape(dims.data(), dims.size()); }
   std::size_t bytes() const { return block.size(); }
@@ -137,6 +147,11 @@ struct Call {
   bool mask[3] = {true, true, true};
   int normalized_ndim = 0;
   int num_threads = 0;
+  // The consistent call's normalized rank and statistics layout, and whether
+  // a mutation changed an extent or a rank (see tile_rows).
+  int base_ndim = 0;
+  bool keepdim_stats = false;
+  bool shapes_mutated = false;
 
   Arg& arg(const char* name) {
     for (Arg& a : args) {
@@ -222,7 +237,9 @@ Call decode_base(Reader& r) {
   const int ndim = 1 + static_cast<int>(r.pick(static_cast<unsigned>(rank)));
   const std::vector<std::int64_t> norm(xs.end() - ndim, xs.end());
   std::vector<std::int64_t> stat_dims(xs.begin(), xs.end() - ndim);
-  if (r.one_in(2)) stat_dims.insert(stat_dims.end(), static_cast<std::size_t>(ndim), 1);
+  c.base_ndim = ndim;
+  c.keepdim_stats = r.one_in(2);
+  if (c.keepdim_stats) stat_dims.insert(stat_dims.end(), static_cast<std::size_t>(ndim), 1);
 
   auto add = [&](const char* name, bool output, Dtype d, const std::vector<std::int64_t>& dims, bool optional = false) {
     Arg a;
@@ -279,8 +296,10 @@ void mutate(Reader& r, Call& c) {
         break;
       case 1:  // an extent
         if (!a.dims.empty()) a.dims[r.pick(static_cast<unsigned>(a.dims.size()))] = kOdd[r.pick(8)];
+        c.shapes_mutated = true;
         break;
       case 2:  // the rank: drop an axis, add one, or go past kMaxRank
+        c.shapes_mutated = true;
         switch (r.pick(3)) {
           case 0: if (!a.dims.empty()) a.dims.pop_back(); break;
           case 1: a.dims.insert(a.dims.begin(), 1 + r.pick(3)); break;
@@ -422,9 +441,7 @@ void check_after_error(const Call& c, const std::string& msg, const std::vector<
   }
 }
 
-void check_after_success(Call& c, const std::vector<std::vector<std::uint8_t>>& before) {
-  bool any_alias = false;
-  for (const Arg& a : c.args) any_alias = any_alias || a.alias_of >= 0;
+void check_after_success(const Call& c, const std::vector<std::vector<std::uint8_t>>& before) {
   const auto after = snapshot(c);
   for (std::size_t i = 0; i < c.args.size(); ++i) {
     const Arg& a = c.args[i];
@@ -451,21 +468,111 @@ void check_after_success(Call& c, const std::vector<std::vector<std::uint8_t>>& 
   for (const Arg& a : c.args) {
     if (!a.output && a.present && !a.null_data) LNGRAD_FUZZ_CHECK(known(a.dtype), std::string("accepted an unknown dtype for ") + a.name);
   }
-  if (any_alias) return;
-  // Same bits with another thread count, into fresh outputs.
-  std::vector<std::vector<std::uint8_t>> first;
-  for (Arg& a : c.args) {
-    if (!a.output || a.data == nullptr) continue;
-    first.emplace_back(a.block.data(), a.block.data() + a.bytes());
-    const std::size_t size = dtype_size(a.dtype);
-    for (std::size_t off = 0; off + size <= a.bytes(); off += size) put_sentinel(a.block.data() + off, a.dtype);
+}
+
+// The tiled check: rows repeated to at least kTiledElements elements, so that
+// a call uses 3 threads (lngrad keeps one thread per 2^14 elements).
+constexpr std::int64_t kTiledElements = 3 * (std::int64_t{1} << 14);
+
+// Tensors with a row axis first (the others are gamma, beta and their
+// gradients).
+bool has_rows(const Arg& a) {
+  const std::string n = a.name;
+  return n != "gamma" && n != "beta" && n != "pd_gamma" && n != "pd_beta";
+}
+
+bool is_nan(const std::uint8_t* p, Dtype d) {
+  switch (d) {
+    case Dtype::float64: { double v; std::memcpy(&v, p, 8); return std::isnan(v); }
+    case Dtype::float32: { float v; std::memcpy(&v, p, 4); return std::isnan(v); }
+    case Dtype::float16: { std::uint16_t h; std::memcpy(&h, p, 2); return (h & 0x7C00u) == 0x7C00u && (h & 0x3FFu) != 0; }
+    case Dtype::bfloat16: { std::uint16_t h; std::memcpy(&h, p, 2); return (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu) != 0; }
   }
-  c.invoke(c.num_threads == 1 ? 2 : 1);
-  std::size_t k = 0;
+  return false;
+}
+
+// The same bits, or both NaN: which NaN (sign, payload) an operation on NaN
+// operands returns depends on the order the compiler gave them, which
+// differs between compiled copies of a loop (a row's first pass alone or
+// inside the previous group's second pass), and which copy a row takes
+// depends on the rows around it and the thread count.
+bool same_value(const std::uint8_t* p, const std::uint8_t* q, Dtype d) {
+  return std::memcmp(p, q, dtype_size(d)) == 0 || (is_nan(p, d) && is_nan(q, d));
+}
+
+void fill_sentinels(Arg& a) {
+  const std::size_t size = dtype_size(a.dtype);
+  for (std::size_t off = 0; off + size <= a.bytes(); off += size) put_sentinel(a.block.data() + off, a.dtype);
+}
+
+// c succeeded with no output over another tensor. The same call with every
+// row-axis tensor repeated `k` times along its first axis (a leading, never
+// normalized axis, as the consistent call decoded it): 1 and 3 threads give
+// the same values, and every repetition of a row-axis output equals c's
+// (same_value: bit for bit, NaN for NaN).
+void check_tiled(Call& c) {
+  const Arg& x = c.arg(c.op == Op::grad_beta ? "dy" : "x");
+  const int rank = static_cast<int>(x.dims.size());
+  if (c.shapes_mutated || c.base_ndim >= rank || (c.normalized_ndim != 0 && c.normalized_ndim != c.base_ndim)) return;
+  std::int64_t count = 1;
+  for (std::int64_t d : x.dims) count *= d;
+  const std::int64_t k = (kTiledElements + count - 1) / count;
+  Call t;
+  t.op = c.op;
+  t.epsilon = c.epsilon;
+  t.statistic = c.statistic;
+  for (int i = 0; i < 3; ++i) t.mask[i] = c.mask[i];
+  t.normalized_ndim = c.normalized_ndim;
   for (const Arg& a : c.args) {
-    if (!a.output || a.data == nullptr) continue;
-    LNGRAD_FUZZ_CHECK(std::vector<std::uint8_t>(a.block.data(), a.block.data() + a.bytes()) == first[k++],
-                      std::string("result depends on the thread count: ") + a.name);
+    Arg b;
+    static_cast<ArgDecl&>(b) = a;
+    b.alias_of = -1;
+    if (a.present && a.data != nullptr) {
+      const std::size_t reps = has_rows(a) ? static_cast<std::size_t>(k) : 1;
+      if (reps > 1) b.dims[0] *= k;
+      b.block = Block(a.bytes() * reps);
+      b.data = b.block.data();
+      if (a.output) {
+        fill_sentinels(b);
+      } else {
+        for (std::size_t i = 0; i < reps; ++i) std::memcpy(b.block.data() + i * a.bytes(), a.block.data(), a.bytes());
+      }
+    }
+    t.args.push_back(std::move(b));
+  }
+  auto run = [&](int threads) {
+    try {
+      t.invoke(threads);
+    } catch (const std::exception& e) {
+      fail(std::string("the call with its rows repeated failed: ") + e.what());
+    }
+  };
+  run(1);
+  std::vector<std::vector<std::uint8_t>> one;
+  for (std::size_t i = 0; i < t.args.size(); ++i) {
+    Arg& b = t.args[i];
+    if (!b.output || b.data == nullptr) continue;
+    const Arg& a = c.args[i];
+    one.emplace_back(b.block.data(), b.block.data() + b.bytes());
+    if (b.requested && has_rows(b)) {
+      const std::size_t size = dtype_size(b.dtype);
+      for (std::size_t off = 0; off < b.bytes(); off += size) {
+        LNGRAD_FUZZ_CHECK(same_value(b.block.data() + off, a.block.data() + off % a.bytes(), b.dtype),
+                          std::string("a row's result depends on the rows around it: ") + b.name);
+      }
+    }
+    fill_sentinels(b);
+  }
+  run(3);
+  std::size_t n = 0;
+  for (const Arg& b : t.args) {
+    if (!b.output || b.data == nullptr) continue;
+    const std::size_t size = dtype_size(b.dtype);
+    for (std::size_t off = 0; off < b.bytes(); off += size) {
+      LNGRAD_FUZZ_CHECK(same_value(b.block.data() + off, one[n].data() + off, b.dtype),
+                        std::string("result depends on the thread count: ") + b.name);
+    }
+    ++n;
   }
 }
 
@@ -496,5 +603,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     LNGRAD_FUZZ_CHECK(a.alias_of >= 0 || a.block.guards_intact(), std::string("write past ") + a.name);
   }
   check_after_success(c, before);
+  // A choice past the values (absent in short inputs: zeros, no check).
+  if (r.pick(4) == 3) {
+    bool any_alias = false;
+    for (const Arg& a : c.args) any_alias = any_alias || a.alias_of >= 0;
+    if (!any_alias) check_tiled(c);
+  }
   return 0;
 }

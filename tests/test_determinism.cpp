@@ -92,19 +92,28 @@ TEST(Determinism, Avx3Bf16MatchesAvx3BitForBit) {
 }
 
 TEST(Accuracy, Bfloat16ColumnSumsOverManyRows) {
-  // 65536 rows of dy = 0.5: every partial sum is a multiple of 0.5 below
-  // 2^24, so float32 accumulation is exact: pd_beta must be 32768 exactly.
-  const std::int64_t rows = 65536, h = 16;
-  Buffer dy(Dtype::bfloat16, std::vector<double>(rows * h, 0.5));
+  // 65536 rows of bfloat16 dy: 32769 of +0.5, then 32767 of -0.5. Every
+  // partial sum is a multiple of 0.5 below 2^24, so float32 accumulation in
+  // any order is exact: pd_beta = 1 and, with res_for_gamma = 0.25,
+  // pd_gamma = 0.25, exactly. The partial sums reach 16384.5, where bfloat16
+  // accumulation (spacing 128 there) would stall; and a row lost or counted
+  // twice moves the result by 0.5, which bfloat16 outputs show as well as
+  // float32 ones (bfloat16's spacing at 1 is 2^-7).
+  const std::int64_t rows = 65536, h = 16, positive = 32769;
+  std::vector<double> dy_values(rows * h, -0.5);
+  std::fill(dy_values.begin(), dy_values.begin() + positive * h, 0.5);
+  Buffer dy(Dtype::bfloat16, dy_values);
   Buffer res(Dtype::bfloat16, std::vector<double>(rows * h, 0.25));
-  Buffer g(Dtype::bfloat16, h), b(Dtype::bfloat16, h);
-  for (int threads : {1, 2}) {
-    GradBetaOptions opt;
-    opt.num_threads = threads;
-    layer_norm_grad_beta(res.cview({rows, h}), dy.cview({rows, h}), g.view({h}), b.view({h}), opt);
-    for (std::int64_t j = 0; j < h; ++j) {
-      EXPECT_EQ(b.get(j), 32768.0);
-      EXPECT_EQ(g.get(j), 8192.0);
+  for (Dtype out : {Dtype::bfloat16, Dtype::float32}) {
+    for (int threads : {1, 2}) {
+      Buffer g(out, h), b(out, h);
+      GradBetaOptions opt;
+      opt.num_threads = threads;
+      layer_norm_grad_beta(res.cview({rows, h}), dy.cview({rows, h}), g.view({h}), b.view({h}), opt);
+      for (std::int64_t j = 0; j < h; ++j) {
+        EXPECT_EQ(b.get(j), 1.0) << dtype_name(out) << " threads " << threads << " column " << j;
+        EXPECT_EQ(g.get(j), 0.25) << dtype_name(out) << " threads " << threads << " column " << j;
+      }
     }
   }
 }

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -175,6 +178,88 @@ TEST(Errors, OtherFunctionsNameThemselves) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("layer_norm: variance: expected shape [4]"), std::string::npos) << e.what();
   }
+}
+
+// layer_norm_grad_x, layer_norm_grad_beta and layer_norm: each refusal names
+// its argument, and leaves every output byte as it was. The refusals include
+// the last checks each operator makes (the output overlaps), so that a call
+// that computed before checking everything would be seen.
+struct Refusal {
+  const char* what;
+  std::initializer_list<const char*> fragments;
+  std::function<void()> call;
+};
+
+void expect_refusals_write_nothing(std::initializer_list<Buffer*> outputs, std::initializer_list<Refusal> refusals) {
+  for (const Refusal& r : refusals) {
+    std::vector<Buffer> before;
+    for (Buffer* b : outputs) before.push_back(*b);
+    try {
+      r.call();
+      ADD_FAILURE() << r.what << ": no error thrown";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      for (const char* f : r.fragments) EXPECT_NE(msg.find(f), std::string::npos) << r.what << ": '" << f << "' not in: " << msg;
+    }
+    std::size_t i = 0;
+    for (Buffer* b : outputs) EXPECT_TRUE(b->bytes_equal(before[i++])) << r.what << ": output " << i - 1 << " written";
+  }
+}
+
+TEST(Errors, GradXRefusalsWriteNothing) {
+  GradCall c;
+  Buffer res(Dtype::float32, 24);
+  const TensorView pd_x = c.out_x, res_v = res.view({4, 6});
+  auto grad_x = [&](TensorView out_x, TensorView out_res, GradXOptions opt = {}) {
+    layer_norm_grad_x(c.dy, c.x, c.variance, c.mean, c.gamma, out_x, out_res, opt);
+  };
+  GradXOptions bad_eps;
+  bad_eps.epsilon = -1.0;
+  expect_refusals_write_nothing(
+      {&c.pd_x, &res},
+      {{"res_for_gamma float16", {"layer_norm_grad_x: res_for_gamma", "float16"},
+        [&] { grad_x(pd_x, {res.data(), Dtype::float16, {4, 6}}); }},
+       {"negative epsilon", {"layer_norm_grad_x: epsilon"}, [&] { grad_x(pd_x, res_v, bad_eps); }},
+       {"res_for_gamma over pd_x", {"layer_norm_grad_x: res_for_gamma", "overlapping pd_x"},
+        [&] { grad_x(pd_x, pd_x); }},
+       {"res_for_gamma one element into pd_x", {"layer_norm_grad_x: res_for_gamma", "overlapping pd_x"},
+        [&] { grad_x(pd_x, {static_cast<float*>(c.pd_x.data()) + 1, Dtype::float32, {4, 6}}); }}});
+}
+
+TEST(Errors, GradBetaRefusalsWriteNothing) {
+  GradCall c;
+  Buffer res(Dtype::float32, c.p.x.values()), both(Dtype::float32, 12);
+  auto beta = [&](TensorView g, TensorView b) { layer_norm_grad_beta(res.cview({4, 6}), c.dy, g, b); };
+  expect_refusals_write_nothing(
+      {&c.pd_gamma, &c.pd_beta, &both},
+      {{"pd_beta shape", {"layer_norm_grad_beta: pd_beta", "[6]", "[5]"},
+        [&] { beta(c.out_gamma, {c.pd_beta.data(), Dtype::float32, {5}}); }},
+       {"pd_beta dtype", {"layer_norm_grad_beta: pd_beta", "float16"},
+        [&] { beta(c.out_gamma, {c.pd_beta.data(), Dtype::float16, {6}}); }},
+       {"pd_beta over pd_gamma", {"layer_norm_grad_beta: pd_beta", "overlapping pd_gamma"},
+        [&] { beta(both.view({6}), {static_cast<float*>(both.data()) + 3, Dtype::float32, {6}}); }},
+       {"pd_gamma over dy's first row", {"layer_norm_grad_beta: pd_gamma", "overlapping dy"},
+        [&] { beta({const_cast<void*>(c.dy.data), Dtype::float32, {6}}, c.out_beta); }}});
+}
+
+TEST(Errors, ForwardRefusalsWriteNothing) {
+  GradCall c;
+  Buffer y(Dtype::float32, 24), mean(Dtype::float32, 4), var(Dtype::float32, 4), rstd(Dtype::float32, 4);
+  auto forward = [&](TensorView out_y, TensorView out_rstd, ForwardOptions opt = {}) {
+    layer_norm(c.x, c.gamma, std::nullopt, out_y, mean.view({4}), var.view({4}), out_rstd, opt);
+  };
+  ForwardOptions bad_eps;
+  bad_eps.epsilon = std::numeric_limits<double>::infinity();
+  expect_refusals_write_nothing(
+      {&y, &mean, &var, &rstd},
+      {{"rstd shape", {"layer_norm: rstd", "[4]", "[3]"}, [&] { forward(y.view({4, 6}), rstd.view({3})); }},
+       {"rstd dtype", {"layer_norm: rstd", "float64"},
+        [&] { forward(y.view({4, 6}), {rstd.data(), Dtype::float64, {4}}); }},
+       {"infinite epsilon", {"layer_norm: epsilon"}, [&] { forward(y.view({4, 6}), rstd.view({4}), bad_eps); }},
+       {"rstd over variance", {"layer_norm: rstd", "overlapping variance"},
+        [&] { forward(y.view({4, 6}), var.view({4})); }},
+       {"y one element past x", {"layer_norm: y", "overlapping x"},
+        [&] { forward({static_cast<float*>(const_cast<void*>(c.x.data)) + 1, Dtype::float32, {4, 6}}, rstd.view({4})); }}});
 }
 
 }  // namespace

@@ -27,6 +27,29 @@ struct Case {
   int pd_x_line_offset = -1;  // bytes past a 64-byte line where pd_x starts; -1: as allocated
 };
 
+// pd_gamma and pd_beta (either may be null: not checked) against the
+// reference, every column. Each term dy*(x-mean)*rstd is formed with a few
+// roundings, then summed in blocks of rows combined pairwise (column_factor).
+void expect_column_sums(const Problem& p, const reference::GradOutputs& ref, const Buffer* pd_gamma,
+                        const Buffer* pd_beta) {
+  const double u = arithmetic_u(p.dtype);
+  for (std::int64_t j = 0; j < p.h; ++j) {
+    double mag_gamma = 0, mag_beta = 0;
+    for (std::int64_t r = 0; r < p.rows; ++r) {
+      mag_gamma += std::fabs(ref.res_for_gamma[r * p.h + j] * p.ref.dy[r * p.h + j]);
+      mag_beta += std::fabs(p.ref.dy[r * p.h + j]);
+    }
+    if (pd_gamma != nullptr) {
+      const double bg = stored_bound(pd_gamma->dtype(), ref.pd_gamma[j], column_factor(p.rows) * u * mag_gamma);
+      ASSERT_LE(std::fabs(pd_gamma->get(j) - ref.pd_gamma[j]), bg) << "pd_gamma[" << j << "]";
+    }
+    if (pd_beta != nullptr) {
+      const double bb = stored_bound(pd_beta->dtype(), ref.pd_beta[j], column_factor(p.rows) * u * mag_beta);
+      ASSERT_LE(std::fabs(pd_beta->get(j) - ref.pd_beta[j]), bb) << "pd_beta[" << j << "]";
+    }
+  }
+}
+
 // Checks layer_norm_grad against the reference; pd_x's bytes go to pd_x_out.
 void check_grad(const Case& c, std::vector<unsigned char>* pd_x_out = nullptr) {
   Problem p = make_problem(c.spec);
@@ -65,20 +88,7 @@ void check_grad(const Case& c, std::vector<unsigned char>* pd_x_out = nullptr) {
       ++failures;
     }
   }
-  // Column sums: each term dy*(x-mean)*rstd is formed with a few roundings,
-  // then summed in blocks of rows combined pairwise (column_factor).
-  const double u = arithmetic_u(p.dtype);
-  for (std::int64_t j = 0; j < p.h; ++j) {
-    double mag_gamma = 0, mag_beta = 0;
-    for (std::int64_t r = 0; r < p.rows; ++r) {
-      mag_gamma += std::fabs(ref.res_for_gamma[r * p.h + j] * p.ref.dy[r * p.h + j]);
-      mag_beta += std::fabs(p.ref.dy[r * p.h + j]);
-    }
-    const double bg = stored_bound(out_param, ref.pd_gamma[j], column_factor(p.rows) * u * mag_gamma);
-    const double bb = stored_bound(out_param, ref.pd_beta[j], column_factor(p.rows) * u * mag_beta);
-    ASSERT_LE(std::fabs(pd_gamma.get(j) - ref.pd_gamma[j]), bg) << "pd_gamma[" << j << "]";
-    ASSERT_LE(std::fabs(pd_beta.get(j) - ref.pd_beta[j]), bb) << "pd_beta[" << j << "]";
-  }
+  expect_column_sums(p, ref, &pd_gamma, &pd_beta);
   EXPECT_TRUE(pd_x.guards_intact());
   EXPECT_TRUE(pd_gamma.guards_intact());
   EXPECT_TRUE(pd_beta.guards_intact());
@@ -180,7 +190,13 @@ TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
 }
 
 TEST_P(PerTarget, ManyRowsExerciseThePairwiseColumnSums) {
-  for (Dtype d : kDtypes) check_grad({spec({1000, 24}, 1, d)});
+  // 1000 rows: 32 blocks of 32 rows, one chunk each, the last block short.
+  // 4320 rows: 135 blocks in chunks of 8, the last chunk of 7 blocks
+  // (subtrees of 4, 2 and 1, folded twice before the chunks combine).
+  for (Dtype d : kDtypes) {
+    check_grad({spec({1000, 24}, 1, d)});
+    check_grad({spec({4320, 24}, 1, d)});
+  }
 }
 
 TEST_P(PerTarget, LargeRowMeanKeepsFullAccuracy) {
@@ -285,58 +301,90 @@ TEST_P(PerTarget, GradBetaSumsColumns) {
 }
 
 TEST_P(PerTarget, MaskSkipsOutputsAndComputesTheRest) {
-  Problem p = make_problem(spec({20, 50}, 1, Dtype::float32));
-  p.ref.epsilon = p.epsilon;
-  const auto ref = reference::layer_norm_grad(p.ref);
-  for (int mask = 0; mask < 8; ++mask) {
-    Buffer pd_x(Dtype::float32, p.rows * p.h), pd_gamma(Dtype::float32, p.h), pd_beta(Dtype::float32, p.h);
-    const Buffer untouched_x = pd_x, untouched_g = pd_gamma, untouched_b = pd_beta;
-    GradOptions opt;
-    opt.epsilon = p.epsilon;
-    opt.compute_pd_x = mask & 1;
-    opt.compute_pd_gamma = mask & 2;
-    opt.compute_pd_beta = mask & 4;
-    // Skipped outputs are passed as empty views.
-    layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
-                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape),
-                    opt.compute_pd_x ? pd_x.view(p.x_shape) : TensorView{},
-                    opt.compute_pd_gamma ? pd_gamma.view(p.param_shape) : TensorView{},
-                    opt.compute_pd_beta ? pd_beta.view(p.param_shape) : TensorView{}, opt);
-    const auto bound = pd_x_bounds(p.ref, ref, Dtype::float32);
-    if (opt.compute_pd_x) {
-      for (std::int64_t i = 0; i < p.rows * p.h; ++i) ASSERT_LE(std::fabs(pd_x.get(i) - ref.pd_x[i]), bound[i]);
-    } else {
-      EXPECT_TRUE(pd_x.bytes_equal(untouched_x));
-    }
-    if (opt.compute_pd_gamma) {
-      EXPECT_NEAR(pd_gamma.get(3), ref.pd_gamma[3], 1e-4);  // |terms| ~ 1 over 20 rows
-    } else {
-      EXPECT_TRUE(pd_gamma.bytes_equal(untouched_g));
-    }
-    if (opt.compute_pd_beta) {
-      EXPECT_NEAR(pd_beta.get(3), ref.pd_beta[3], 1e-4);
-    } else {
-      EXPECT_TRUE(pd_beta.bytes_equal(untouched_b));
+  // Each of the 8 masks, every dtype: what is asked for matches the
+  // reference in every element, what is not is left byte for byte.
+  for (Dtype d : kDtypes) {
+    Problem p = make_problem(spec({20, 50}, 1, d));
+    p.ref.epsilon = p.epsilon;
+    const auto ref = reference::layer_norm_grad(p.ref);
+    const auto bound = pd_x_bounds(p.ref, ref, d);
+    for (int mask = 0; mask < 8; ++mask) {
+      SCOPED_TRACE(std::string(dtype_name(d)) + " mask " + std::to_string(mask));
+      Buffer pd_x(d, p.rows * p.h), pd_gamma(d, p.h), pd_beta(d, p.h);
+      const Buffer untouched_x = pd_x, untouched_g = pd_gamma, untouched_b = pd_beta;
+      GradOptions opt;
+      opt.epsilon = p.epsilon;
+      opt.compute_pd_x = mask & 1;
+      opt.compute_pd_gamma = mask & 2;
+      opt.compute_pd_beta = mask & 4;
+      // Skipped outputs are passed as empty views.
+      layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                      p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape),
+                      opt.compute_pd_x ? pd_x.view(p.x_shape) : TensorView{},
+                      opt.compute_pd_gamma ? pd_gamma.view(p.param_shape) : TensorView{},
+                      opt.compute_pd_beta ? pd_beta.view(p.param_shape) : TensorView{}, opt);
+      if (opt.compute_pd_x) {
+        for (std::int64_t i = 0; i < p.rows * p.h; ++i) ASSERT_LE(std::fabs(pd_x.get(i) - ref.pd_x[i]), bound[i]) << i;
+      } else {
+        EXPECT_TRUE(pd_x.bytes_equal(untouched_x));
+      }
+      expect_column_sums(p, ref, opt.compute_pd_gamma ? &pd_gamma : nullptr, opt.compute_pd_beta ? &pd_beta : nullptr);
+      if (!opt.compute_pd_gamma) EXPECT_TRUE(pd_gamma.bytes_equal(untouched_g));
+      if (!opt.compute_pd_beta) EXPECT_TRUE(pd_beta.bytes_equal(untouched_b));
     }
   }
 }
 
-TEST_P(PerTarget, InPlaceOverDyMatchesOutOfPlace) {
+TEST_P(PerTarget, InPlaceMatchesOutOfPlace) {
+  // pd_x exactly over dy or over x (and layer_norm_grad_x's res_for_gamma
+  // over the other): the same bits as out of place, on short rows (8 x 70)
+  // and on rows that take the fused loop, which reads the next group's rows
+  // while it writes this group's pd_x; with cached and streamed stores, on 1
+  // and 2 threads (80 rows of over 2 * 2^14 elements: 3 blocks of rows, so
+  // both threads take rows).
   for (Dtype d : kDtypes) {
-    Problem p = make_problem(spec({8, 70}, 1, d));
-    Buffer pd_x(d, p.rows * p.h), pd_gamma(d, p.h), pd_beta(d, p.h);
-    GradOptions opt;
-    layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
-                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
-                    pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape), opt);
-    Buffer inplace = p.dy;
-    Buffer g2(d, p.h), b2(d, p.h);
-    layer_norm_grad(inplace.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
-                    p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), inplace.view(p.x_shape),
-                    g2.view(p.param_shape), b2.view(p.param_shape), opt);
-    EXPECT_TRUE(inplace.bytes_equal(pd_x));
-    EXPECT_TRUE(g2.bytes_equal(pd_gamma));
-    EXPECT_TRUE(b2.bytes_equal(pd_beta));
+    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
+    const std::int64_t fused_h = (elem == 2 ? 4096 : 8192) / (2 * elem) + 5;
+    for (Shape shape : {Shape{8, 70}, Shape{80, fused_h}}) {
+      Problem p = make_problem(spec(shape, 1, d));
+      Buffer pd_x(d, p.rows * p.h), pd_gamma(d, p.h), pd_beta(d, p.h), gx_pd_x(d, p.rows * p.h),
+          gx_res(d, p.rows * p.h);
+      layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                      p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
+                      pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape));
+      layer_norm_grad_x(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                        p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), gx_pd_x.view(p.x_shape),
+                        gx_res.view(p.x_shape));
+      for (int threads : {1, 2}) {
+        for (Stores stores : {Stores::cached, Stores::streaming}) {
+          for (bool over_dy : {true, false}) {
+            SCOPED_TRACE(std::string(dtype_name(d)) + " " + shape.str() + " threads " + std::to_string(threads) +
+                         (stores == Stores::streaming ? " streamed" : " cached") + (over_dy ? " over dy" : " over x"));
+            Buffer dy = p.dy, x = p.x, g2(d, p.h), b2(d, p.h);
+            Buffer& inplace = over_dy ? dy : x;
+            GradOptions opt;
+            opt.num_threads = threads;
+            opt.pd_x_stores = stores;
+            layer_norm_grad(dy.cview(p.x_shape), x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                            p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), inplace.view(p.x_shape),
+                            g2.view(p.param_shape), b2.view(p.param_shape), opt);
+            EXPECT_TRUE(inplace.bytes_equal(pd_x));
+            EXPECT_TRUE(g2.bytes_equal(pd_gamma));
+            EXPECT_TRUE(b2.bytes_equal(pd_beta));
+
+            Buffer dy2 = p.dy, x2 = p.x;
+            GradXOptions xopt;
+            xopt.num_threads = threads;
+            xopt.pd_x_stores = stores;
+            layer_norm_grad_x(dy2.cview(p.x_shape), x2.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                              p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape),
+                              (over_dy ? dy2 : x2).view(p.x_shape), (over_dy ? x2 : dy2).view(p.x_shape), xopt);
+            EXPECT_TRUE((over_dy ? dy2 : x2).bytes_equal(gx_pd_x)) << "layer_norm_grad_x pd_x";
+            EXPECT_TRUE((over_dy ? x2 : dy2).bytes_equal(gx_res)) << "layer_norm_grad_x res_for_gamma";
+          }
+        }
+      }
+    }
   }
 }
 

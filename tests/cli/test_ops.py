@@ -129,7 +129,10 @@ def test_grad_mask_writes_only_what_it_names(tmp_path):
 
 
 def test_grad_results_do_not_depend_on_threads(tmp_path):
-    args, _ = grad_case(tmp_path, "float32", (64, 48), 1)
+    # 256 x 256 elements: the library runs one thread per 2^14 elements and
+    # sums pd_gamma/pd_beta in 8 chunks of 32 rows, so --threads 3 really uses
+    # three (a smaller problem would run on one).
+    args, _ = grad_case(tmp_path, "float32", (256, 256), 1)
     run("grad", *args, "--threads", 1, "--out", tmp_path / "t1", check_rc=0)
     run("grad", *args, "--threads", 3, "--out", tmp_path / "t3", check_rc=0)
     for name in ("pd_x", "pd_gamma", "pd_beta"):

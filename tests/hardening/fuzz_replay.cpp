@@ -28,29 +28,30 @@ std::vector<fs::path> files_in(const fs::path& dir) {
   return files;
 }
 
-int replay(const std::vector<fs::path>& files) {
+// Runs the target on every file, each read whole (a file that cannot be read
+// fails the test rather than replaying nothing).
+void replay(const fs::path& dir) {
+  const std::vector<fs::path> files = files_in(dir);
+  ASSERT_FALSE(files.empty()) << "nothing to replay in " << dir;
   for (const fs::path& f : files) {
     std::ifstream in(f, std::ios::binary);
+    ASSERT_TRUE(in) << "cannot open " << f;
     const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(bytes.size(), fs::file_size(f)) << "short read of " << f;
     std::fprintf(stderr, "replaying %s\n", f.c_str());
     std::fflush(stderr);
     LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
   }
-  return static_cast<int>(files.size());
 }
 
 const fs::path kRoot = fs::path(LNGRAD_FUZZ_DIR);
 
-TEST(FuzzReplay, SeedCorpus) {
-  const auto files = files_in(kRoot / "corpus" / LNGRAD_FUZZ_TARGET);
-  ASSERT_FALSE(files.empty()) << "no seed corpus in " << (kRoot / "corpus" / LNGRAD_FUZZ_TARGET);
-  EXPECT_EQ(replay(files), static_cast<int>(files.size()));
-}
+TEST(FuzzReplay, SeedCorpus) { replay(kRoot / "corpus" / LNGRAD_FUZZ_TARGET); }
 
 // Inputs that crashed the target once: each must now pass the contract.
-TEST(FuzzReplay, CrashRegressions) {
-  const auto files = files_in(kRoot / "regressions" / LNGRAD_FUZZ_TARGET);
-  EXPECT_EQ(replay(files), static_cast<int>(files.size()));
-}
+// Registered only for targets with such inputs (CMake checks the folder).
+#ifdef LNGRAD_FUZZ_HAS_REGRESSIONS
+TEST(FuzzReplay, CrashRegressions) { replay(kRoot / "regressions" / LNGRAD_FUZZ_TARGET); }
+#endif
 
 }  // namespace

@@ -11,6 +11,8 @@
 
 namespace lngrad::hardening {
 
+std::string target_param_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
 double arithmetic_roundoff(Dtype x_dtype) { return x_dtype == Dtype::float64 ? 0x1p-53 : 0x1p-24; }
 
 double storage_roundoff(Dtype dtype) {

@@ -9,10 +9,27 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "lngrad/lngrad.hpp"
 #include "reference.hpp"
 
 namespace lngrad::hardening {
+
+// A suite of tests run once per SIMD target this CPU supports, as the core
+// suite runs (a behaviour of one target says nothing of the others):
+//   LNGRAD_TARGET_SUITE(Suite);  TEST_P(Suite, Name) { ... }
+// The tests are named Suite.Name/<target>.
+class OnEveryTarget : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { set_max_target(GetParam()); }
+  void TearDown() override { set_max_target(""); }
+};
+std::string target_param_name(const ::testing::TestParamInfo<std::string>& info);
+#define LNGRAD_TARGET_SUITE(Suite)                                                                        \
+  class Suite : public ::lngrad::hardening::OnEveryTarget {};                                             \
+  INSTANTIATE_TEST_SUITE_P(, Suite, ::testing::ValuesIn(::lngrad::available_targets()),                   \
+                           ::lngrad::hardening::target_param_name)
 
 // Unit roundoff of the arithmetic lngrad uses for x of this dtype (float32
 // for every storage type but float64) and of the storage type itself.

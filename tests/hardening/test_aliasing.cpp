@@ -23,7 +23,9 @@ constexpr std::int64_t kRows = 5, kH = 23;
 
 Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
 
-TEST(AliasingAllowed, PdXOverDyOrXEqualsOutOfPlace) {
+LNGRAD_TARGET_SUITE(AliasingAllowed);
+
+TEST_P(AliasingAllowed, PdXOverDyOrXEqualsOutOfPlace) {
   for (Dtype dtype : kAllDtypes) {
     const GradProblem p = make_problem(dtype, stat_for(dtype), kRows, kH, 61);
     const GradOutputs want = run_grad(p);
@@ -43,7 +45,7 @@ TEST(AliasingAllowed, PdXOverDyOrXEqualsOutOfPlace) {
   }
 }
 
-TEST(AliasingAllowed, GradXInPlaceOverBothInputs) {
+TEST_P(AliasingAllowed, GradXInPlaceOverBothInputs) {
   for (Dtype dtype : kAllDtypes) {
     const GradProblem p = make_problem(dtype, stat_for(dtype), kRows, kH, 67);
     const GradOutputs want = run_grad_x(p);
@@ -63,7 +65,7 @@ TEST(AliasingAllowed, GradXInPlaceOverBothInputs) {
 
 // pd_gamma and pd_beta are stored after the last read, so either may reuse
 // gamma's buffer (or, for one row, dy's).
-TEST(AliasingAllowed, ParameterGradientsOverInputs) {
+TEST_P(AliasingAllowed, ParameterGradientsOverInputs) {
   for (Dtype dtype : kAllDtypes) {
     const GradProblem p = make_problem(dtype, stat_for(dtype), 1, kH, 71);
     const GradOutputs want = run_grad(p);
@@ -84,7 +86,7 @@ TEST(AliasingAllowed, ParameterGradientsOverInputs) {
   }
 }
 
-TEST(AliasingAllowed, BetaOverResForGammaAndForwardOverX) {
+TEST_P(AliasingAllowed, BetaOverResForGammaAndForwardOverX) {
   for (Dtype dtype : kAllDtypes) {
     const GradProblem p = make_problem(dtype, stat_for(dtype), 1, kH, 73);
     Tensor want_g(dtype, {kH}), want_b(dtype, {kH});
@@ -105,6 +107,7 @@ TEST(AliasingAllowed, BetaOverResForGammaAndForwardOverX) {
 }
 
 // ---- Refused overlaps ----------------------------------------------------------
+// Refused before any kernel runs: the checks do not depend on the target.
 
 // All tensors of one float32 problem in one buffer, so that any placement can
 // be expressed as an element offset; the whole buffer is compared after a

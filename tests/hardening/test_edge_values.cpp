@@ -2,6 +2,7 @@
 // rstd given directly) and denormal inputs (docs/HARDENING.md, "Edge values").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -16,6 +17,22 @@ const Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtyp
 
 Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
 
+// x times s (rounded to its dtype), with mean and variance recomputed from
+// the stored values: variance scales by about s^2.
+void scale_x(GradProblem& p, double s) {
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+    double sum = 0, sq = 0;
+    for (std::int64_t j = 0; j < p.h; ++j) {
+      p.x.set(r * p.h + j, s * p.x.at(r * p.h + j));
+      sum += p.x.at(r * p.h + j);
+    }
+    const double mean = sum / static_cast<double>(p.h);
+    for (std::int64_t j = 0; j < p.h; ++j) sq += (p.x.at(r * p.h + j) - mean) * (p.x.at(r * p.h + j) - mean);
+    p.mean.set(r, mean);
+    p.variance.set(r, sq / static_cast<double>(p.h));
+  }
+}
+
 bool same_bits(const Tensor& a, const Tensor& b, std::int64_t i) {
   const std::size_t s = dtype_size(a.dtype());
   const auto* pa = static_cast<const std::uint8_t*>(a.data()) + i * s;
@@ -26,7 +43,9 @@ bool same_bits(const Tensor& a, const Tensor& b, std::int64_t i) {
 // variance + eps == 0 gives rstd = 1/sqrt(+-0) = +-Inf: row r of pd_x and
 // res_for_gamma is non-finite, every pd_gamma column is non-finite, pd_beta
 // and the other rows are exactly as without the row. No trap, no exception.
-TEST(ZeroVariancePlusEpsilon, GivesInfiniteRstdConfinedToTheRow) {
+LNGRAD_TARGET_SUITE(ZeroVariancePlusEpsilon);
+
+TEST_P(ZeroVariancePlusEpsilon, GivesInfiniteRstdConfinedToTheRow) {
   struct Case {
     double variance, epsilon;
   };
@@ -62,7 +81,9 @@ TEST(ZeroVariancePlusEpsilon, GivesInfiniteRstdConfinedToTheRow) {
 
 // variance + eps < 0: rstd = NaN, so row r of pd_x and res_for_gamma and every
 // pd_gamma column are NaN; pd_beta and the other rows are untouched.
-TEST(NegativeVariancePlusEpsilon, GivesNaNConfinedToTheRow) {
+LNGRAD_TARGET_SUITE(NegativeVariancePlusEpsilon);
+
+TEST_P(NegativeVariancePlusEpsilon, GivesNaNConfinedToTheRow) {
   for (Dtype dtype : kAllDtypes) {
     GradProblem clean = make_problem(dtype, stat_for(dtype), 4, 33, 13);
     GradProblem bad = make_problem(dtype, stat_for(dtype), 4, 33, 13);
@@ -85,20 +106,39 @@ TEST(NegativeVariancePlusEpsilon, GivesNaNConfinedToTheRow) {
 }
 
 // eps = 0 is accepted and used as given: results match the reference with
-// eps = 0 (a nonzero eps would shift rstd by eps/(2*variance) relative, far
-// outside the bound for these variances near 1).
-TEST(EpsilonZero, IsUsedAsGiven) {
+// eps = 0, and the test shows that the dtype's default epsilon (what a call
+// that replaced 0 by "not given" would use) lies outside the bound. x is
+// scaled so that variance ~ 1e-8 for float32/float64 (eps 1e-12 then shifts
+// rstd by ~5e-5 relative, the bound allows ~3e-6) and ~1e-4 for 16-bit x
+// (eps 1e-5 shifts it by ~5%, the bound allows 2^-8 and 2^-11).
+LNGRAD_TARGET_SUITE(EpsilonZero);
+
+TEST_P(EpsilonZero, IsUsedAsGiven) {
   for (Dtype dtype : kAllDtypes) {
+    const bool wide = dtype == Dtype::float32 || dtype == Dtype::float64;
     GradProblem p = make_problem(dtype, stat_for(dtype), 9, 40, 17);
+    scale_x(p, wide ? 1e-4 : 1e-2);
     p.epsilon = 0.0;
-    expect_near_reference(p, run_grad(p), std::string(dtype_name(dtype)) + " eps=0");
+    const std::string what = std::string(dtype_name(dtype)) + " eps=0";
+    expect_near_reference(p, run_grad(p), what);
+
+    reference::GradInputs with_default = reference_inputs(p);
+    with_default.epsilon = default_epsilon(dtype);
+    const reference::GradOutputs ref = reference::layer_norm_grad(reference_inputs(p));
+    const reference::GradOutputs shifted = reference::layer_norm_grad(with_default);
+    const std::vector<double> bound = pd_x_bound(reference_inputs(p), dtype);
+    double worst = 0;
+    for (std::size_t i = 0; i < bound.size(); ++i) worst = std::max(worst, std::fabs(shifted.pd_x[i] - ref.pd_x[i]) / bound[i]);
+    EXPECT_GT(worst, 4.0) << what << ": the default epsilon would pass the bound; the test cannot tell it from 0";
   }
 }
 
 // Without an epsilon the Ascend default applies (1e-12 for float32/float64,
 // 1e-5 for 16-bit x); constant rows (variance 0) then give finite gradients,
 // rstd = default_epsilon^-1/2.
-TEST(DefaultEpsilon, KeepsConstantRowsFinite) {
+LNGRAD_TARGET_SUITE(DefaultEpsilon);
+
+TEST_P(DefaultEpsilon, KeepsConstantRowsFinite) {
   for (Dtype dtype : kAllDtypes) {
     GradProblem p = make_problem(dtype, stat_for(dtype), 3, 24, 19);
     for (std::int64_t r = 0; r < 3; ++r) {
@@ -118,7 +158,8 @@ TEST(DefaultEpsilon, KeepsConstantRowsFinite) {
   }
 }
 
-// A negative or non-finite epsilon is refused before anything is written.
+// A negative or non-finite epsilon is refused before anything is written (by
+// the argument checks, which do not depend on the target).
 TEST(Epsilon, NegativeOrNonFiniteIsRefused) {
   for (double eps : {-1e-5, -kInf, kInf, std::numeric_limits<double>::quiet_NaN()}) {
     GradProblem p = make_problem(Dtype::float32, Dtype::float32, 2, 8, 23);
@@ -141,28 +182,78 @@ TEST(Epsilon, NegativeOrNonFiniteIsRefused) {
   }
 }
 
-// rstd given directly (Statistic::rstd): +Inf behaves as variance + eps = 0,
-// 0 makes the row's pd_x and its pd_gamma contribution exactly 0.
-TEST(RstdStatistic, InfinityAndZero) {
+// rstd given directly (Statistic::rstd), 1 for every row but row 0:
+//   rstd = +Inf behaves as variance + eps = 0: row 0 of pd_x and
+//     res_for_gamma and every pd_gamma column are non-finite;
+//   rstd = 0: row 0 of pd_x and res_for_gamma is exactly 0, and pd_gamma
+//     equals, bit for bit, the call on rows 1 and 2 alone (row 0 adds 0);
+// either way rows 1 and 2 of pd_x and res_for_gamma and all of pd_beta equal
+// the call with rstd 1 in row 0, bit for bit.
+LNGRAD_TARGET_SUITE(RstdStatistic);
+
+TEST_P(RstdStatistic, InfinityAndZero) {
+  constexpr std::int64_t kRows = 3, kH = 10;
   for (Dtype dtype : kAllDtypes) {
-    const GradProblem p = make_problem(dtype, stat_for(dtype), 3, 10, 29);
-    for (double rstd : {kInf, 0.0}) {
-      Tensor r(stat_for(dtype), {3});
-      r.fill(1.0);
-      r.set(0, rstd);
-      Tensor pd_x(dtype, p.x.shape()), pd_gamma(dtype, {10}), pd_beta(dtype, {10});
+    const Dtype stat = stat_for(dtype);
+    const GradProblem p = make_problem(dtype, stat, kRows, kH, 29);
+    struct Out {
+      GradOutputs grad, grad_x;
+    };
+    // The problem's rows [first, kRows) with rstd as given (row `first` on).
+    auto run = [&](const Tensor& rstd, std::int64_t first) {
+      const std::int64_t rows = kRows - first;
+      Tensor dy(dtype, {rows, kH}), x(dtype, {rows, kH}), mean(stat, {rows}), r(stat, {rows});
+      for (std::int64_t i = 0; i < rows * kH; ++i) {
+        dy.set(i, p.dy.at(first * kH + i));
+        x.set(i, p.x.at(first * kH + i));
+      }
+      for (std::int64_t i = 0; i < rows; ++i) {
+        mean.set(i, p.mean.at(first + i));
+        r.set(i, rstd.at(first + i));
+      }
+      Out o{{Tensor(dtype, {rows, kH}), {}, Tensor(dtype, {kH}), Tensor(dtype, {kH})},
+            {Tensor(dtype, {rows, kH}), Tensor(dtype, {rows, kH}), {}, {}}};
       GradOptions opt;
       opt.statistic = Statistic::rstd;
-      layer_norm_grad(p.dy.cview(), p.x.cview(), r.cview(), p.mean.cview(), p.gamma_v(), pd_x.view(),
-                      pd_gamma.view(), pd_beta.view(), opt);
-      for (std::int64_t j = 0; j < 10; ++j) {
-        if (rstd == 0.0) {
-          EXPECT_EQ(pd_x.at(j), 0.0) << dtype_name(dtype) << " pd_x[" << j << "]";
+      layer_norm_grad(dy.cview(), x.cview(), r.cview(), mean.cview(), p.gamma_v(), o.grad.pd_x.view(),
+                      o.grad.pd_gamma.view(), o.grad.pd_beta.view(), opt);
+      GradXOptions xopt;
+      xopt.statistic = Statistic::rstd;
+      layer_norm_grad_x(dy.cview(), x.cview(), r.cview(), mean.cview(), p.gamma_v(), o.grad_x.pd_x.view(),
+                        o.grad_x.res_for_gamma.view(), xopt);
+      return o;
+    };
+    Tensor ones(stat, {kRows});
+    ones.fill(1.0);
+    const Out clean = run(ones, 0);
+    const Out rest = run(ones, 1);  // rows 1 and 2 alone
+    for (double rstd : {kInf, 0.0}) {
+      const std::string what = std::string(dtype_name(dtype)) + " rstd " + std::to_string(rstd);
+      Tensor r = ones;
+      r.set(0, rstd);
+      const Out got = run(r, 0);
+      for (std::int64_t i = 0; i < kRows * kH; ++i) {
+        if (i >= kH) {
+          EXPECT_TRUE(same_bits(got.grad.pd_x, clean.grad.pd_x, i)) << what << " pd_x[" << i << "]";
+          EXPECT_TRUE(same_bits(got.grad_x.pd_x, clean.grad_x.pd_x, i)) << what << " grad_x pd_x[" << i << "]";
+          EXPECT_TRUE(same_bits(got.grad_x.res_for_gamma, clean.grad_x.res_for_gamma, i)) << what << " res[" << i << "]";
+        } else if (rstd == 0.0) {
+          EXPECT_EQ(got.grad.pd_x.at(i), 0.0) << what << " pd_x[" << i << "]";
+          EXPECT_EQ(got.grad_x.pd_x.at(i), 0.0) << what << " grad_x pd_x[" << i << "]";
+          EXPECT_EQ(got.grad_x.res_for_gamma.at(i), 0.0) << what << " res[" << i << "]";
         } else {
-          EXPECT_FALSE(std::isfinite(pd_x.at(j))) << dtype_name(dtype) << " pd_x[" << j << "]";
-          EXPECT_FALSE(std::isfinite(pd_gamma.at(j))) << dtype_name(dtype) << " pd_gamma[" << j << "]";
+          EXPECT_FALSE(std::isfinite(got.grad.pd_x.at(i))) << what << " pd_x[" << i << "]";
+          EXPECT_FALSE(std::isfinite(got.grad_x.pd_x.at(i))) << what << " grad_x pd_x[" << i << "]";
+          EXPECT_FALSE(std::isfinite(got.grad_x.res_for_gamma.at(i))) << what << " res[" << i << "]";
         }
-        EXPECT_TRUE(std::isfinite(pd_x.at(10 + j)) && std::isfinite(pd_x.at(20 + j)));
+      }
+      for (std::int64_t j = 0; j < kH; ++j) {
+        EXPECT_TRUE(same_bits(got.grad.pd_beta, clean.grad.pd_beta, j)) << what << " pd_beta[" << j << "]";
+        if (rstd == 0.0) {
+          EXPECT_TRUE(same_bits(got.grad.pd_gamma, rest.grad.pd_gamma, j)) << what << " pd_gamma[" << j << "]";
+        } else {
+          EXPECT_FALSE(std::isfinite(got.grad.pd_gamma.at(j))) << what << " pd_gamma[" << j << "]";
+        }
       }
     }
   }
@@ -188,7 +279,9 @@ double subnormal_scale(Dtype d) {
 // the library's arithmetic and the reference are exact, and outputs must equal
 // the reference rounded once to the storage type, bit for bit. A flush of
 // subnormals to zero (FTZ/DAZ) would zero dy and fail every check.
-TEST(Denormals, SubnormalGradientsAreExactNotFlushed) {
+LNGRAD_TARGET_SUITE(Denormals);
+
+TEST_P(Denormals, SubnormalGradientsAreExactNotFlushed) {
   const std::int64_t rows = 3, h = 8;
   const double xs[h] = {-3, -2, -1, 0, 0, 1, 2, 3};
   for (Dtype dtype : kAllDtypes) {
@@ -234,7 +327,7 @@ TEST(Denormals, SubnormalGradientsAreExactNotFlushed) {
 // output is of order rstd*|dy| and representable. The library must match the
 // reference: an evaluation that forms rstd^3 (2^210 here) overflows the
 // float32 arithmetic and returns Inf/NaN for a finite answer.
-TEST(Denormals, SubnormalVarianceGivesFiniteGradients) {
+TEST_P(Denormals, SubnormalVarianceGivesFiniteGradients) {
   struct Case {
     Dtype dtype;
     double variance;  // subnormal in the dtype

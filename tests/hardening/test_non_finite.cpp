@@ -42,7 +42,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::int64_t kRows = 6, kH = 21, kBadRow = 2;
 
-using Param = std::tuple<Dtype, Where, double, std::int64_t>;  // dtype, input, value, column
+using Param = std::tuple<std::string, Dtype, Where>;  // target, dtype, input
 
 void poison(GradProblem& p, Where where, double value, std::int64_t k) {
   switch (where) {
@@ -62,10 +62,8 @@ bool same_bits(const Tensor& a, const Tensor& b, std::int64_t i) {
   return std::equal(pa, pa + s, pb);
 }
 
-class NonFinite : public ::testing::TestWithParam<Param> {};
-
-TEST_P(NonFinite, PoisonsOnlyWhatReadsIt) {
-  const auto [dtype, where, value, k] = GetParam();
+// One bad value (`value` at column k, row kBadRow for per-element inputs).
+void check_poisoned(Dtype dtype, Where where, double value, std::int64_t k) {
   const Dtype stat = dtype == Dtype::float64 ? Dtype::float64 : Dtype::float32;
   const GradProblem clean = make_problem(dtype, stat, kRows, kH, 7);
   GradProblem bad = make_problem(dtype, stat, kRows, kH, 7);
@@ -128,26 +126,44 @@ TEST_P(NonFinite, PoisonsOnlyWhatReadsIt) {
   }
 }
 
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto [dtype, where, value, k] = info.param;
-  const std::string v = std::isnan(value) ? "NaN" : (value > 0 ? "PosInf" : "NegInf");
-  return std::string(dtype_name(dtype)) + "_" + where_name(where) + "_" + v + "_col" + std::to_string(k);
+class NonFinite : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override { set_max_target(std::get<0>(GetParam())); }
+  void TearDown() override { set_max_target(""); }
+};
+
+// NaN, +Inf and -Inf, at column 3 (in the vector body) and column 19 (in the
+// tail: 21 = 16 + 5 floats, 2*8 + 5 doubles on AVX-512). One test per target,
+// dtype and input; the values and columns inside (a test per case cost a
+// process each, 720 of them, under the sanitizers).
+TEST_P(NonFinite, PoisonsOnlyWhatReadsIt) {
+  const auto [target, dtype, where] = GetParam();
+  for (double value : {kNaN, kInf, -kInf}) {
+    for (std::int64_t k : {3, 19}) {
+      SCOPED_TRACE(std::string(where_name(where)) + " = " + std::to_string(value) + " at column " + std::to_string(k));
+      check_poisoned(dtype, where, value, k);
+    }
+  }
 }
 
-// Column 3 lies in the vector body, column 19 in the tail (21 = 16 + 5 floats,
-// 2*8 + 5 doubles on AVX-512).
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [target, dtype, where] = info.param;
+  return std::string(dtype_name(dtype)) + "_" + where_name(where) + "_" + target;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllInputs, NonFinite,
-                         ::testing::Combine(::testing::Values(Dtype::float32, Dtype::float64, Dtype::float16,
+                         ::testing::Combine(::testing::ValuesIn(available_targets()),
+                                            ::testing::Values(Dtype::float32, Dtype::float64, Dtype::float16,
                                                               Dtype::bfloat16),
                                             ::testing::Values(Where::dy, Where::x, Where::mean, Where::variance,
-                                                              Where::gamma),
-                                            ::testing::Values(kNaN, kInf, -kInf),
-                                            ::testing::Values(std::int64_t{3}, std::int64_t{19})),
+                                                              Where::gamma)),
                          param_name);
 
 // layer_norm_grad_beta: a bad res_for_gamma[r][k] reaches pd_gamma[k] only; a
 // bad dy[r][k] pd_gamma[k] and pd_beta[k].
-TEST(NonFiniteBeta, PoisonsOnlyItsColumn) {
+LNGRAD_TARGET_SUITE(NonFiniteBeta);
+
+TEST_P(NonFiniteBeta, PoisonsOnlyItsColumn) {
   for (Dtype dtype : {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16}) {
     for (bool in_dy : {false, true}) {
       const GradProblem p = make_problem(dtype, Dtype::float32, kRows, kH, 3);
@@ -177,7 +193,9 @@ TEST(NonFiniteBeta, PoisonsOnlyItsColumn) {
 
 // layer_norm (forward): a bad x[r][k] makes row r's mean, variance and every
 // y[r][j] non-finite (the row statistics read it); other rows are unchanged.
-TEST(NonFiniteForward, PoisonsOnlyItsRow) {
+LNGRAD_TARGET_SUITE(NonFiniteForward);
+
+TEST_P(NonFiniteForward, PoisonsOnlyItsRow) {
   for (Dtype dtype : {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16}) {
     for (double value : {kNaN, kInf, -kInf}) {
       const Dtype stat = dtype == Dtype::float64 ? Dtype::float64 : Dtype::float32;

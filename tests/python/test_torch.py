@@ -309,19 +309,23 @@ def test_transformer_block_gradients_equal_torch_layer_norm(dtype, torch_threads
 # ---- bfloat16 parameter gradients over many rows (../shared/FACTS.md). ---------------------------
 
 def test_bfloat16_parameter_gradients_over_65536_rows(torch_threads):
-    """dy = 0.5 over 65536 rows: pd_beta is 32768 exactly (float32 sums of 0.5
-    are exact below 2^24, and 32768 is a bfloat16). Every row of x is the same,
-    so pd_gamma = 32768 * xhat: large, without cancellation."""
-    rows, h = 65536, 16
+    """dy = +0.5 on the first 32769 of 65536 rows and -0.5 on the rest: every
+    partial sum is a multiple of 0.5 below 2^24, so float32 accumulation gives
+    pd_beta = 1 exactly, while the partial sums pass 16384, where bfloat16
+    accumulation stalls. A row lost or counted twice moves pd_beta by 0.5,
+    which its bfloat16 value shows (spacing 2^-7 at 1). Every row of x is the
+    same, so pd_gamma = sum(dy) * xhat, checked against the oracle."""
+    rows, h, positive = 65536, 16, 32769
     torch_threads(2)
     pattern = torch.linspace(-2, 3, h, dtype=torch.float64) ** 2
     x = pattern.to(torch.bfloat16).expand(rows, h).contiguous()
-    dy = torch.full((rows, h), 0.5, dtype=torch.bfloat16)
+    dy = torch.full((rows, h), -0.5, dtype=torch.bfloat16)
+    dy[:positive] = 0.5
     ln = lt.LayerNorm(h, dtype=torch.bfloat16)
     xi = x.clone().requires_grad_(True)
     ln(xi).backward(dy)
     assert ln.bias.grad.dtype == torch.bfloat16
-    assert torch.equal(ln.bias.grad, torch.full((h,), 32768.0, dtype=torch.bfloat16))
+    assert torch.equal(ln.bias.grad, torch.full((h,), 1.0, dtype=torch.bfloat16))
     # pd_gamma against the oracle from the same float32 statistics the forward saves.
     _, mean, _, rstd = lt.layer_norm(x, ln.weight.detach(), None, ln.eps)
     ref = oracle.layer_norm_grad(f64(dy), f64(x), f64(rstd), f64(mean), None, None, 1, rstd_given=True)
@@ -334,5 +338,5 @@ def test_bfloat16_parameter_gradients_over_65536_rows(torch_threads):
         tl(x.clone().requires_grad_(True)).backward(dy)
         worst = np.max(np.abs(f64(tl.weight.grad) - ref["pd_gamma"]))
         print(f"torch {torch.__version__}, {threads} thread(s): pd_beta[0] = {tl.bias.grad[0].item()} "
-              f"(exact 32768); max |pd_gamma error| = {worst:.4g}; "
+              f"(exact 1); max |pd_gamma error| = {worst:.4g}; "
               f"lngrad: pd_beta[0] = {ln.bias.grad[0].item()}")
