@@ -38,12 +38,6 @@ Stats stats(std::vector<double> v) {
   return {v[v.size() / 2], v.front(), v.back()};
 }
 
-uint8_t* gm_copy(const std::vector<float>& v) {
-  auto* p = static_cast<uint8_t*>(AscendC::GmAlloc(v.size() * sizeof(float)));
-  std::memcpy(p, v.data(), v.size() * sizeof(float));
-  return p;
-}
-
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "lngrad-ascendc-bench: %s\nusage: lngrad-ascendc-bench [--threads N] [--rounds N] "
                        "[--block-dim N] [ROWSxH]\n", why);
@@ -78,8 +72,8 @@ int main(int argc, char** argv) {
   const GradProblem p = MakeProblem(rows, h, 1);
   LayerNormGradCustomTiling tiling;
   if (!ComputeTiling(rows, h, h, block_dim, 1e-5f, tiling)) usage("no tile of rows fits the unified buffer");
-  uint8_t *dy = gm_copy(p.dy), *x = gm_copy(p.x), *variance = gm_copy(p.variance), *mean = gm_copy(p.mean),
-          *gamma = gm_copy(p.gamma);
+  uint8_t *dy = GmCopy(p.dy), *x = GmCopy(p.x), *variance = GmCopy(p.variance), *mean = GmCopy(p.mean),
+          *gamma = GmCopy(p.gamma);
   const size_t bytes = p.dy.size() * sizeof(float);
   auto* pd_x = static_cast<uint8_t*>(AscendC::GmAlloc(bytes));
   auto* res = static_cast<uint8_t*>(AscendC::GmAlloc(bytes));

@@ -4,6 +4,7 @@
  * accumulators, and writes them to its slot of a [blockDim, 2, H] partials
  * tensor; the host adds the cores' partials in core order.
  */
+#include "copy_tiling.h"
 #include "kernel_operator.h"
 #include "layer_norm_grad_tiling.h"
 
@@ -102,21 +103,12 @@ private:
     uint32_t rowCount = 0;
 };
 
-__aicore__ inline void CopyBetaTiling(LayerNormGradCustomTiling* tiling, GM_ADDR tilingGM)
-{
-    uint32_t* ptr = reinterpret_cast<uint32_t*>(tiling);
-    auto tiling32 = reinterpret_cast<__gm__ uint32_t*>(tilingGM);
-    for (uint32_t i = 0; i < sizeof(LayerNormGradCustomTiling) / sizeof(uint32_t); i++, ptr++) {
-        *ptr = *(tiling32 + i);
-    }
-}
-
 extern "C" __global__ __aicore__ void layer_norm_grad_beta_custom(GM_ADDR resForGamma, GM_ADDR dy, GM_ADDR partials,
                                                                   GM_ADDR workspace, GM_ADDR tiling)
 {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     LayerNormGradCustomTiling tilingData;
-    CopyBetaTiling(&tilingData, tiling);
+    CopyTiling(&tilingData, tiling);
     AscendC::TPipe pipe;
     KernelLayerNormGradBeta op;
     op.Init(resForGamma, dy, partials, tilingData, &pipe);

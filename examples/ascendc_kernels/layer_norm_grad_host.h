@@ -7,12 +7,22 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "layer_norm_grad_tiling.h"
+#include "tikicpulib.h"
 #include "tiling/tiling_api.h"
 
 constexpr uint32_t UB_SIZE = 192 * 1024;  // Atlas A2/A3
+
+// Global memory holding a copy of v.
+inline uint8_t* GmCopy(const std::vector<float>& v)
+{
+    uint8_t* p = static_cast<uint8_t*>(AscendC::GmAlloc(v.size() * sizeof(float)));
+    std::memcpy(p, v.data(), v.size() * sizeof(float));
+    return p;
+}
 
 inline uint32_t Align32(uint32_t bytes) { return (bytes + 31) / 32 * 32; }
 

@@ -3,6 +3,7 @@
  * (seed 002), rows split across cores, each core walking its rows in tiles
  * through double-buffered queues.
  */
+#include "copy_tiling.h"
 #include "kernel_operator.h"
 #include "layer_norm_grad_tiling.h"
 
@@ -138,15 +139,6 @@ private:
     uint32_t hLength = 0;
     uint32_t rowCount = 0;
 };
-
-__aicore__ inline void CopyTiling(LayerNormGradCustomTiling* tiling, GM_ADDR tilingGM)
-{
-    uint32_t* ptr = reinterpret_cast<uint32_t*>(tiling);
-    auto tiling32 = reinterpret_cast<__gm__ uint32_t*>(tilingGM);
-    for (uint32_t i = 0; i < sizeof(LayerNormGradCustomTiling) / sizeof(uint32_t); i++, ptr++) {
-        *ptr = *(tiling32 + i);
-    }
-}
 
 extern "C" __global__ __aicore__ void layer_norm_grad_custom(GM_ADDR dy, GM_ADDR x, GM_ADDR variance, GM_ADDR mean,
                                                              GM_ADDR gamma, GM_ADDR pdX, GM_ADDR resForGamma,

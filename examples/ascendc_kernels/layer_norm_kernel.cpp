@@ -4,6 +4,7 @@
  * Rows are split across cores; each core walks its rows in tiles through
  * double-buffered queues.
  */
+#include "copy_tiling.h"
 #include "kernel_operator.h"
 #include "layer_norm_tiling.h"
 
@@ -125,22 +126,13 @@ private:
     uint32_t rowCount = 0;
 };
 
-__aicore__ inline void CopyLayerNormTiling(LayerNormCustomTiling* tiling, GM_ADDR tilingGM)
-{
-    uint32_t* ptr = reinterpret_cast<uint32_t*>(tiling);
-    auto tiling32 = reinterpret_cast<__gm__ uint32_t*>(tilingGM);
-    for (uint32_t i = 0; i < sizeof(LayerNormCustomTiling) / sizeof(uint32_t); i++, ptr++) {
-        *ptr = *(tiling32 + i);
-    }
-}
-
 extern "C" __global__ __aicore__ void layer_norm_custom(GM_ADDR x, GM_ADDR gamma, GM_ADDR beta, GM_ADDR y,
                                                         GM_ADDR mean, GM_ADDR variance, GM_ADDR workspace,
                                                         GM_ADDR tiling)
 {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
     LayerNormCustomTiling tilingData;
-    CopyLayerNormTiling(&tilingData, tiling);
+    CopyTiling(&tilingData, tiling);
     AscendC::TPipe pipe;
     KernelLayerNorm op;
     op.Init(x, gamma, beta, y, mean, variance, tilingData, &pipe);

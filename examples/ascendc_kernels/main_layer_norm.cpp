@@ -55,13 +55,6 @@ bool ComputeLayerNormTiling(uint32_t rowNum, uint32_t hLength, uint32_t blockDim
     return true;
 }
 
-uint8_t* GmCopy(const std::vector<float>& v)
-{
-    uint8_t* p = static_cast<uint8_t*>(AscendC::GmAlloc(v.size() * sizeof(float)));
-    std::memcpy(p, v.data(), v.size() * sizeof(float));
-    return p;
-}
-
 }  // namespace
 
 int32_t main(int32_t argc, char* argv[])

@@ -22,13 +22,6 @@ extern "C" __global__ __aicore__ void layer_norm_grad_custom(GM_ADDR dy, GM_ADDR
 
 namespace {
 
-uint8_t* GmCopy(const std::vector<float>& v)
-{
-    uint8_t* p = static_cast<uint8_t*>(AscendC::GmAlloc(v.size() * sizeof(float)));
-    std::memcpy(p, v.data(), v.size() * sizeof(float));
-    return p;
-}
-
 // Runs the kernel over blockDim cores; false if no tiling fits.
 bool RunKernel(const GradProblem& p, uint32_t blockDim, float epsilon, std::vector<float>& pdX,
                std::vector<float>& res)

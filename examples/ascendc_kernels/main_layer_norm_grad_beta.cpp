@@ -20,13 +20,6 @@ extern "C" __global__ __aicore__ void layer_norm_grad_beta_custom(GM_ADDR resFor
 
 namespace {
 
-uint8_t* GmCopy(const std::vector<float>& v)
-{
-    uint8_t* p = static_cast<uint8_t*>(AscendC::GmAlloc(v.size() * sizeof(float)));
-    std::memcpy(p, v.data(), v.size() * sizeof(float));
-    return p;
-}
-
 // pd_gamma and pd_beta (hLength each) from the kernel over blockDim cores.
 bool RunKernel(const std::vector<float>& res, const std::vector<float>& dy, uint32_t rowNum, uint32_t hLength,
                uint32_t originHLength, uint32_t blockDim, std::vector<float>& pdGamma, std::vector<float>& pdBeta)
