@@ -4,7 +4,7 @@
  * accumulators, and writes them to its slot of a [blockDim, 2, H] partials
  * tensor; the host adds the cores' partials in core order.
  */
-#include "copy_tiling.h"
+#include "kernel_common.h"
 #include "kernel_operator.h"
 #include "layer_norm_grad_tiling.h"
 
@@ -21,11 +21,9 @@ public:
         pipe = pipeIn;
         tiling_ = tiling;
         hLength = tiling.hLength;
-        const uint32_t firstRow = tiling.rowsPerCore * AscendC::GetBlockIdx();
-        rowCount = firstRow >= tiling.rowNum ? 0 : tiling.rowNum - firstRow;
-        if (rowCount > tiling.rowsPerCore) {
-            rowCount = tiling.rowsPerCore;
-        }
+        const CoreRows rows = RowsOfThisCore(tiling.rowNum, tiling.rowsPerCore);
+        const uint32_t firstRow = rows.first;
+        rowCount = rows.count;
         resGm.SetGlobalBuffer((__gm__ float*)resForGamma + firstRow * hLength, rowCount * hLength);
         dyGm.SetGlobalBuffer((__gm__ float*)dy + firstRow * hLength, rowCount * hLength);
         partialGm.SetGlobalBuffer((__gm__ float*)partials + 2 * hLength * AscendC::GetBlockIdx(), 2 * hLength);

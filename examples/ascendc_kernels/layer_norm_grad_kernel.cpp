@@ -3,7 +3,7 @@
  * (seed 002), rows split across cores, each core walking its rows in tiles
  * through double-buffered queues.
  */
-#include "copy_tiling.h"
+#include "kernel_common.h"
 #include "kernel_operator.h"
 #include "layer_norm_grad_tiling.h"
 
@@ -21,11 +21,9 @@ public:
         pipe = pipeIn;
         tiling_ = tiling;
         hLength = tiling.hLength;
-        const uint32_t firstRow = tiling.rowsPerCore * AscendC::GetBlockIdx();
-        rowCount = firstRow >= tiling.rowNum ? 0 : tiling.rowNum - firstRow;
-        if (rowCount > tiling.rowsPerCore) {
-            rowCount = tiling.rowsPerCore;
-        }
+        const CoreRows rows = RowsOfThisCore(tiling.rowNum, tiling.rowsPerCore);
+        const uint32_t firstRow = rows.first;
+        rowCount = rows.count;
         dyGm.SetGlobalBuffer((__gm__ float*)dy + firstRow * hLength, rowCount * hLength);
         xGm.SetGlobalBuffer((__gm__ float*)x + firstRow * hLength, rowCount * hLength);
         varianceGm.SetGlobalBuffer((__gm__ float*)variance + firstRow, rowCount);

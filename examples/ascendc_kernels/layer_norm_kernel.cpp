@@ -4,7 +4,7 @@
  * Rows are split across cores; each core walks its rows in tiles through
  * double-buffered queues.
  */
-#include "copy_tiling.h"
+#include "kernel_common.h"
 #include "kernel_operator.h"
 #include "layer_norm_tiling.h"
 
@@ -22,11 +22,9 @@ public:
         pipe = pipeIn;
         tiling_ = tiling;
         hLength = tiling.hLength;
-        const uint32_t firstRow = tiling.rowsPerCore * AscendC::GetBlockIdx();
-        rowCount = firstRow >= tiling.rowNum ? 0 : tiling.rowNum - firstRow;
-        if (rowCount > tiling.rowsPerCore) {
-            rowCount = tiling.rowsPerCore;
-        }
+        const CoreRows rows = RowsOfThisCore(tiling.rowNum, tiling.rowsPerCore);
+        const uint32_t firstRow = rows.first;
+        rowCount = rows.count;
         xGm.SetGlobalBuffer((__gm__ float*)x + firstRow * hLength, rowCount * hLength);
         yGm.SetGlobalBuffer((__gm__ float*)y + firstRow * hLength, rowCount * hLength);
         meanGm.SetGlobalBuffer((__gm__ float*)mean + firstRow, rowCount);
