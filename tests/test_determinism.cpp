@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,59 @@ TEST(Determinism, BitIdenticalForAnyThreadCount) {
       }
     }
   }
+}
+
+// A row's pd_x (and layer_norm's y, mean and variance) do not depend on the
+// batch the row is computed in: row r alone, in a batch of 7, or among up to
+// 16384 rows (other groups, fused or not, streamed stores, two threads) gives the
+// same bits, on every target. pd_x goes through pd_x_stores = automatic, so
+// the large batch streams where the plan says so.
+TEST(Determinism, RowResultsIndependentOfTheBatch) {
+  const std::string initial = active_target();
+  for (const std::string& target : available_targets()) {
+    set_max_target(target);
+    for (Dtype d : {Dtype::float32, Dtype::bfloat16, Dtype::float16}) {
+      for (std::int64_t h : {std::int64_t{40}, std::int64_t{256}, std::int64_t{2053}}) {
+        const std::int64_t rows = h > 1000 ? 96 : h > 100 ? 2048 : 16384;
+        SCOPED_TRACE(target + " " + dtype_name(d) + " h=" + std::to_string(h));
+        ProblemSpec spec;
+        spec.x_shape = Shape{rows, h};
+        spec.dtype = d;
+        spec.mean_shift = 0.01;  // stored means off the exact row mean: the correction term is live
+        const Problem p = make_problem(spec);
+        const std::size_t row_bytes = static_cast<std::size_t>(h) * dtype_size(d);
+        // pd_x of rows [first, first + count), copied out of the inputs.
+        auto pd_x_of = [&](std::int64_t first, std::int64_t count) {
+          const Shape xs{count, h}, ss{count};
+          Buffer dy(d, count * h), x(d, count * h), mean(p.stat_dtype, count), var(p.stat_dtype, count);
+          std::memcpy(dy.data(), static_cast<const char*>(p.dy.data()) + first * row_bytes, count * row_bytes);
+          std::memcpy(x.data(), static_cast<const char*>(p.x.data()) + first * row_bytes, count * row_bytes);
+          for (std::int64_t r = 0; r < count; ++r) {
+            mean.set(r, p.mean.get(first + r));
+            var.set(r, p.variance.get(first + r));
+          }
+          Buffer pd_x(d, count * h);
+          GradXOptions o;
+          o.epsilon = p.epsilon;
+          o.num_threads = 2;
+          Buffer res(d, count * h);
+          layer_norm_grad_x(dy.cview(xs), x.cview(xs), var.cview(ss), mean.cview(ss), p.gamma.cview(p.param_shape),
+                            pd_x.view(xs), res.view(xs), o);
+          return pd_x;
+        };
+        const Buffer all = pd_x_of(0, rows);
+        for (auto [first, count] : {std::pair<std::int64_t, std::int64_t>{0, 1}, {rows - 1, 1}, {5, 7}, {rows - 7, 7}}) {
+          const Buffer part = pd_x_of(first, count);
+          EXPECT_EQ(std::memcmp(part.data(), static_cast<const char*>(all.data()) + first * row_bytes,
+                                static_cast<std::size_t>(count) * row_bytes),
+                    0)
+              << "rows " << first << ".." << first + count - 1;
+        }
+      }
+    }
+  }
+  set_max_target("");
+  EXPECT_EQ(active_target(), initial);
 }
 
 TEST(Determinism, GradBetaBitIdenticalForAnyThreadCount) {
