@@ -215,6 +215,15 @@ double time_calls(const std::function<void()>& call, int n) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The q-quantile of the samples, linearly interpolated.
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(at);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -412,6 +421,7 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
     if (who) {
       who->median_s = m;
       who->min_s = *std::min_element(e.samples.begin(), e.samples.end());
+      who->spread = m > 0 ? (quantile(e.samples, 0.9) - quantile(e.samples, 0.1)) / m : 0.0;
     }
     if (e.name.rfind("triad-", 0) == 0 && (row.triad_s == 0.0 || m < row.triad_s)) {
       row.triad_s = m;

@@ -72,8 +72,8 @@ void print_header(std::FILE* out, const RunInfo& info) {
 }
 
 void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows) {
-  std::fprintf(out, "%-12s %-9s %10s %8s %8s %7s %9s %9s %10s %12s %8s %9s\n", "shape", "dtype", "lngrad ms", "GB/s",
-               "triad", "/triad", "vs oneDNN", "vs torch", "naive ms", "Melem/s/core", "work KiB", "agree");
+  std::fprintf(out, "%-12s %-9s %10s %8s %8s %7s %9s %9s %10s %12s %8s %9s %7s\n", "shape", "dtype", "lngrad ms", "GB/s",
+               "triad", "/triad", "vs oneDNN", "vs torch", "naive ms", "Melem/s/core", "work KiB", "agree", "spread");
   std::map<std::string, std::set<std::string>> reasons;  // "name dtype" -> why n/a
   for (const Row& r : rows) {
     const Measurement& l = r.lngrad;
@@ -89,14 +89,15 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       if (m.wrong) wrong += std::string(wrong.empty() ? "" : ",") + n;
     }
     std::fprintf(
-        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %8.0f %9s\n",
+        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %8.0f %9s %7s\n",
         (r.shape + (under_load(r, info.threads) ? " !" : "")).c_str(), lngrad::dtype_name(r.dtype),
         l.ran ? fmt("%.3f", l.median_s * 1e3).c_str() : "n/a",
         l.ran ? fmt("%.1f", gbs(r.bytes, l.median_s)).c_str() : "n/a", gbs(r.bytes, r.triad_s),
         l.ran ? fmt("%.2f", r.triad_s / l.median_s).c_str() : "n/a", speedup_cell(r.onednn, l).c_str(),
         speedup_cell(r.torch, l).c_str(), r.naive.ran ? fmt("%.2f", r.naive.median_s * 1e3).c_str() : "n/a",
         l.ran ? fmt("%.0f", static_cast<double>(r.rows * r.h) / l.median_s / info.threads * 1e-6).c_str() : "n/a",
-        r.workspace_bytes / 1024.0, wrong.empty() ? fmt("%.1e", worst).c_str() : ("WRONG:" + wrong).c_str());
+        r.workspace_bytes / 1024.0, wrong.empty() ? fmt("%.1e", worst).c_str() : ("WRONG:" + wrong).c_str(),
+        l.ran ? fmt("%.0f%%", l.spread * 100).c_str() : "n/a");
   }
   std::fprintf(
       out,
@@ -104,6 +105,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       "vs X: X's time / lngrad's time. Melem/s/core: rows*H per second per thread.\n"
       "work KiB: the scratch lngrad keeps for the shape (grad_workspace_bytes; no rows x H temporary).\n"
       "!: other processes used over a tenth of the threads' cores while the row was timed (unreliable).\n"
+      "spread: lngrad's 90th minus 10th percentile time over its rounds, relative to the median.\n"
       "agree: worst max|pd_x - ref| over 8 sampled rows against the float64 reference, relative to the largest\n"
       "|pd_x| or |dy*gamma*rstd| there (tolerance %.0e float32, %.0e float16, %.0e bfloat16).\n",
       info.tolerance_f32, info.tolerance_f16, info.tolerance_bf16);
@@ -242,7 +244,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
   }
   f << "shape,rows,h,dtype,bytes,beyond_llc_x3,triad_ms,triad_gbs,triad_stores";
   for (const char* n : kNames) f << ',' << n << "_ms," << n << "_min_ms," << n << "_gbs," << n << "_error";
-  f << ",lngrad_of_triad,speedup_onednn,speedup_torch,lngrad_melem_s_core,other_load_cores,onednn_impl,notes,lngrad_workspace_bytes\n";
+  f << ",lngrad_of_triad,speedup_onednn,speedup_torch,lngrad_melem_s_core,other_load_cores,onednn_impl,notes,lngrad_workspace_bytes,lngrad_spread\n";
   for (const Row& r : rows) {
     f << r.shape << ',' << r.rows << ',' << r.h << ',' << lngrad::dtype_name(r.dtype) << ',' << fmt("%.0f", r.bytes)
       << ',' << (r.beyond_llc ? 1 : 0) << ',' << csv_num(r.triad_s * 1e3, true) << ','
@@ -260,7 +262,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
       << csv_num(s_t, s_t > 0) << ','
       << csv_num(static_cast<double>(r.rows * r.h) / r.lngrad.median_s / info.threads * 1e-6, r.lngrad.ran) << ','
       << csv_num(r.other_load, r.other_load >= 0) << ',' << csv_quote(r.onednn.detail) << ',' << csv_quote(notes)
-      << ',' << fmt("%.0f", r.workspace_bytes) << '\n';
+      << ',' << fmt("%.0f", r.workspace_bytes) << ',' << csv_num(r.lngrad.spread, r.lngrad.ran) << '\n';
   }
   if (!f) throw std::runtime_error("--csv: writing '" + path + "' failed");
 }

@@ -16,6 +16,7 @@ struct Measurement {
   std::string na;         // why it did not run
   double median_s = 0.0;  // per call
   double min_s = 0.0;     // the fastest sample: a hint of the noise, in the CSV only
+  double spread = 0.0;    // (90th - 10th percentile) / median of the rounds
   double error = 0.0;     // pd_x: max |got - ref| / max |ref| over the sampled rows
   bool wrong = false;     // error above the dtype's tolerance
   std::string detail;     // implementation chosen, when named
