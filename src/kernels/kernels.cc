@@ -65,6 +65,18 @@
 #define LNGRAD_HW_F16 0
 #endif
 
+// GradRowsT's pass-1 sums: a struct of vectors on x86; elsewhere a struct of
+// references to local vectors. SVE vectors are sizeless types, which cannot
+// be members, and on NEON the implicit constructor of a struct of vectors
+// lacks the target attribute its members' constructors need ("inlining
+// failed ... target specific option mismatch").
+#undef LNGRAD_SUMS_BY_REFERENCE
+#if HWY_ARCH_X86
+#define LNGRAD_SUMS_BY_REFERENCE 0
+#else
+#define LNGRAD_SUMS_BY_REFERENCE 1
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace lngrad {
 namespace kernels {
@@ -107,7 +119,7 @@ HWY_INLINE hn::Vec<DF> LoadAs(DF df, const f16* p) {
   // Rebias by 2^112: exact for normal and subnormal halves.
   const auto finite = hn::BitCast(du32, hn::Mul(hn::BitCast(df, shifted), hn::Set(df, 0x1p112f)));
   const auto special = hn::Or(shifted, hn::Set(du32, 0x7F800000u));  // Inf, NaN
-  const auto is_special = hn::RebindMask(du32, hn::BitCast(di32, magnitude) > hn::Set(di32, 0x7BFF));
+  const auto is_special = hn::RebindMask(du32, hn::Gt(hn::BitCast(di32, magnitude), hn::Set(di32, 0x7BFF)));
   return hn::BitCast(df, hn::Or(sign, hn::IfThenElse(is_special, special, finite)));
 #endif
 }
@@ -153,9 +165,9 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, f16* /
   const auto sign = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 0x8000u));
   const auto a = hn::And(u, hn::Set(du32, 0x7FFFFFFFu));
   const auto ai = hn::BitCast(di32, a);
-  const auto is_big = hn::RebindMask(du32, ai > hn::Set(di32, 0x477FFFFF));
-  const auto is_nan = hn::RebindMask(du32, ai > hn::Set(di32, 0x7F800000));
-  const auto is_small = hn::RebindMask(du32, ai < hn::Set(di32, 0x38800000));
+  const auto is_big = hn::RebindMask(du32, hn::Gt(ai, hn::Set(di32, 0x477FFFFF)));
+  const auto is_nan = hn::RebindMask(du32, hn::Gt(ai, hn::Set(di32, 0x7F800000)));
+  const auto is_small = hn::RebindMask(du32, hn::Lt(ai, hn::Set(di32, 0x38800000)));
   const auto big = hn::IfThenElse(is_nan, hn::Set(du32, 0x7E00u), hn::Set(du32, 0x7C00u));
   const auto small = hn::Sub(hn::BitCast(du32, hn::Add(hn::BitCast(df, a), hn::Set(df, 0.5f))),
                              hn::Set(du32, 0x3F000000u));
@@ -168,8 +180,9 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, f16* /
 
 template <class DF, typename T>
 HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, T* p) {
-  const auto e = Encode(df, v, p);
-  hn::StoreU(e, hn::DFromV<decltype(e)>(), reinterpret_cast<StorageLane<T>*>(p));
+  // The descriptor from DF: on SVE, DFromV of a half-width vector (16-bit T)
+  // is a whole vector's, and the store would write twice the elements.
+  hn::StoreU(Encode(df, v, p), hn::Rebind<StorageLane<T>, DF>(), reinterpret_cast<StorageLane<T>*>(p));
 }
 
 // Non-temporal store; p must be aligned to the encoded vector's size.
@@ -179,7 +192,7 @@ HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, T* p) {
 template <class DF, typename T>
 HWY_INLINE void StreamAs(DF df, hn::Vec<DF> v, T* p) {
   const auto e = Encode(df, v, p);
-  using DE = hn::DFromV<decltype(e)>;
+  using DE = hn::Rebind<StorageLane<T>, DF>;  // as in StoreAs
   if constexpr (hn::MaxLanes(DE()) * sizeof(hn::TFromD<DE>) < 16) {
     hn::StoreU(e, DE(), reinterpret_cast<StorageLane<T>*>(p));
   } else {
@@ -675,9 +688,15 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // between two accumulator sets (even vectors: a, odd: b, the tail: b) to
   // keep the FMA pipes busy; the partition depends on H alone.
   using V = hn::Vec<DF>;
+#if LNGRAD_SUMS_BY_REFERENCE
+  struct Sums {
+    V &s1a, &s2a, &s3a, &s1b, &s2b, &s3b;
+  };
+#else
   struct Sums {
     V s1a, s2a, s3a, s1b, s2b, s3b;
   };
+#endif
   auto begin_row = [&](int64_t r, Sums& sums) HWY_ATTR __attribute__((always_inline)) {
     Row row{};
     row.mean = static_cast<A>(load_scalar(args.mean, args.stat_dtype, r));
@@ -746,7 +765,12 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     row.offset = -(row.rstd * (mean_g + c * mean_xhat)) * unless_h1;
   };
   auto pass1 = [&](int64_t r) HWY_ATTR __attribute__((always_inline)) {
+#if LNGRAD_SUMS_BY_REFERENCE
+    V s1a, s2a, s3a, s1b, s2b, s3b;
+    Sums sums{s1a, s2a, s3a, s1b, s2b, s3b};
+#else
     Sums sums;
+#endif
     Row row = begin_row(r, sums);
     const size_t at = static_cast<size_t>(r) * h;
     finish_row(row, dy_base + at, x_base + at, 0, sums);
@@ -957,7 +981,12 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         const size_t at = static_cast<size_t>(n0) * h + q * h;
         const T* ndy = dy_base + at;
         const T* nx = x_base + at;
+#if LNGRAD_SUMS_BY_REFERENCE
+        V s1a, s2a, s3a, s1b, s2b, s3b;
+        Sums sums{s1a, s2a, s3a, s1b, s2b, s3b};
+#else
         Sums sums;
+#endif
         coef_next[q] = begin_row(n0 + static_cast<int64_t>(q), sums);
         const auto vmean = hn::Set(df, coef_next[q].mean);
         const size_t segment_end = steps * (q + 1) / next_rows;
