@@ -14,7 +14,9 @@
 # lngrad_ascendc_kernel_tests, lngrad_hardening_tests and the AscendC example
 # programs on every CPU, but for what takes long emulated or cannot run there:
 #   - Determinism.BitIdenticalForAnyThreadCount (1 to 16 threads, on the best
-#     target only) runs on the 512-bit CPU alone: 15-20 s a run emulated.
+#     target only) and Determinism.RowResultsIndependentOfTheBatch (batches
+#     of up to 16384 rows on every target) run on the 512-bit CPU alone:
+#     they take longest emulated.
 #   - ManyShortRows.MillionRowsOfFour (hardening; 50 s emulated) does not
 #     run: the same short-row kernels run in the core suite's small-H cases.
 #   - lngrad_hardening_concurrency: its fork test makes qemu 7.2 abort
@@ -55,7 +57,7 @@ mkdir -p "$logs"
 cd "$build/tests"
 core=./lngrad_tests
 death_tests=ChecksExit.AFailedLaunchExitsWithTheReport:ChecksFault.RawPointerPastAGmBlock:ChecksFault.RawPointerPastTheUnifiedBuffer
-slow_threads=Determinism.BitIdenticalForAnyThreadCount
+slow_threads=Determinism.BitIdenticalForAnyThreadCount:Determinism.RowResultsIndependentOfTheBatch
 
 # cpu_of NAME: the QEMU_CPU of a run name (sve<bits> or neoverse-n1).
 cpu_of() {
