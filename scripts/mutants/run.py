@@ -274,7 +274,7 @@ def main():
     if args.ci:
         mutants = [m for m in mutants if m.ci]
         for m in mutants:
-            if m.file.endswith("kernels.cc"):
+            if m.file.startswith("src/kernels/"):
                 sys.exit(f"mutants: {m.name}: --ci builds the kernels for one target; no kernel mutant there")
     first_kill = args.first_kill or args.ci
     suites = [s for s in SUITES if s[4] or not args.ci]
@@ -330,7 +330,7 @@ def main():
     print(f"mutants: unmutated suites pass on {' '.join(targets)} ({time.time() - start:.0f} s)", file=sys.stderr)
 
     # The slow compiles (the kernels: every SIMD target) first, for balance.
-    queue = sorted(mutants, key=lambda m: (not m.file.endswith("kernels.cc"), m.name))
+    queue = sorted(mutants, key=lambda m: (not m.file.startswith("src/kernels/"), m.name))
     lock = threading.Lock()
     free = list(trees)
     results = {}

@@ -1,0 +1,393 @@
+// Loads and stores of the storage types (float32, float64, bfloat16, float16)
+// as float (or double) vectors: whole vectors, bfloat16 pairs, and tails.
+// Per-target code: included by dispatch.cc once per Highway target.
+#if defined(LNGRAD_KERNELS_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LNGRAD_KERNELS_CONVERT_INL_H_
+#undef LNGRAD_KERNELS_CONVERT_INL_H_
+#else
+#define LNGRAD_KERNELS_CONVERT_INL_H_
+#endif
+
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "lngrad/half.hpp"
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+// F16C hardware conversions round correctly; Highway 1.0.3's emulation for the
+// other targets truncates and ignores Inf/NaN, so those use integer code here.
+#undef LNGRAD_HW_F16
+#if HWY_ARCH_X86 && (HWY_TARGET <= HWY_AVX2)
+#define LNGRAD_HW_F16 1
+#else
+#define LNGRAD_HW_F16 0
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace lngrad {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using bf16 = hwy::bfloat16_t;
+using f16 = hwy::float16_t;
+
+// ---- Loads and stores of storage types as float (or double) vectors. -------
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const float* p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const double* p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const bf16* p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const f16* p) {
+#if LNGRAD_HW_F16
+  const hn::Rebind<f16, DF> df16;
+  return hn::PromoteTo(df, hn::LoadU(df16, p));
+#else
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto h = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du32, 0x8000u)));
+  const auto magnitude = hn::And(h, hn::Set(du32, 0x7FFFu));
+  const auto shifted = hn::ShiftLeft<13>(magnitude);
+  // Rebias by 2^112: exact for normal and subnormal halves.
+  const auto finite = hn::BitCast(du32, hn::Mul(hn::BitCast(df, shifted), hn::Set(df, 0x1p112f)));
+  const auto special = hn::Or(shifted, hn::Set(du32, 0x7F800000u));  // Inf, NaN
+  const auto is_special = hn::RebindMask(du32, hn::Gt(hn::BitCast(di32, magnitude), hn::Set(di32, 0x7BFF)));
+  return hn::BitCast(df, hn::Or(sign, hn::IfThenElse(is_special, special, finite)));
+#endif
+}
+
+// Encode: a float (or double) vector in the storage representation; 16-bit
+// types become uint16_t lanes.
+template <typename T>
+using StorageLane = std::conditional_t<sizeof(T) == 2, uint16_t, T>;
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> Encode(DF /* df */, hn::Vec<DF> v, float* /* tag */) {
+  return v;
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> Encode(DF /* df */, hn::Vec<DF> v, double* /* tag */) {
+  return v;
+}
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF /* df */, hn::Vec<DF> v, bf16* /* tag */) {
+  // Round to nearest-even (Highway 1.0.3's DemoteTo truncates); NaN stays NaN.
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto u = hn::BitCast(du32, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb));
+  const auto quiet = hn::Or(hn::ShiftRight<16>(u), hn::Set(du32, 0x40u));
+  const auto out = hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet, rounded);
+  return hn::DemoteTo(du16, hn::BitCast(di32, out));
+}
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, f16* /* tag */) {
+  const hn::Rebind<uint16_t, DF> du16;
+#if LNGRAD_HW_F16
+  const hn::Rebind<f16, DF> df16;
+  (void)df;
+  return hn::BitCast(du16, hn::DemoteTo(df16, v));
+#else
+  // Vector form of lngrad::float_to_float16 (round to nearest-even).
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const auto u = hn::BitCast(du32, v);
+  const auto sign = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 0x8000u));
+  const auto a = hn::And(u, hn::Set(du32, 0x7FFFFFFFu));
+  const auto ai = hn::BitCast(di32, a);
+  const auto is_big = hn::RebindMask(du32, hn::Gt(ai, hn::Set(di32, 0x477FFFFF)));
+  const auto is_nan = hn::RebindMask(du32, hn::Gt(ai, hn::Set(di32, 0x7F800000)));
+  const auto is_small = hn::RebindMask(du32, hn::Lt(ai, hn::Set(di32, 0x38800000)));
+  const auto big = hn::IfThenElse(is_nan, hn::Set(du32, 0x7E00u), hn::Set(du32, 0x7C00u));
+  const auto small = hn::Sub(hn::BitCast(du32, hn::Add(hn::BitCast(df, a), hn::Set(df, 0.5f))),
+                             hn::Set(du32, 0x3F000000u));
+  const auto odd = hn::And(hn::ShiftRight<13>(a), hn::Set(du32, 1u));
+  const auto normal = hn::ShiftRight<13>(hn::Add(hn::Add(a, hn::Set(du32, 0xC8000FFFu)), odd));
+  const auto out = hn::Or(sign, hn::IfThenElse(is_big, big, hn::IfThenElse(is_small, small, normal)));
+  return hn::DemoteTo(du16, hn::BitCast(di32, out));
+#endif
+}
+
+template <class DF, typename T>
+HWY_INLINE void StoreAs(DF df, hn::Vec<DF> v, T* p) {
+  // The descriptor from DF: on SVE, DFromV of a half-width vector (16-bit T)
+  // is a whole vector's, and the store would write twice the elements.
+  hn::StoreU(Encode(df, v, p), hn::Rebind<StorageLane<T>, DF>(), reinterpret_cast<StorageLane<T>*>(p));
+}
+
+// Non-temporal store; p must be aligned to the encoded vector's size.
+// Highway 1.0.3 streams a vector narrower than 16 bytes (16-bit T on the
+// 128-bit targets) as 16 bytes, past its end and faulting unless 16-byte
+// aligned: such a vector takes an ordinary store.
+template <class DF, typename T>
+HWY_INLINE void StreamAs(DF df, hn::Vec<DF> v, T* p) {
+  const auto e = Encode(df, v, p);
+  using DE = hn::Rebind<StorageLane<T>, DF>;  // as in StoreAs
+  if constexpr (hn::MaxLanes(DE()) * sizeof(hn::TFromD<DE>) < 16) {
+    hn::StoreU(e, DE(), reinterpret_cast<StorageLane<T>*>(p));
+  } else {
+    hn::Stream(e, DE(), reinterpret_cast<StorageLane<T>*>(p));
+  }
+}
+
+#undef LNGRAD_NATIVE_BF16
+#if HWY_TARGET == HWY_AVX3
+// bfloat16 stored with AVX512-BF16's vcvtneps2bf16: one instruction instead of
+// the integer rounding above, with the same result (nearest-even, NaN keeps
+// its sign and top payload bits and is quieted), except that it flushes
+// subnormal inputs; a vector holding one takes the integer path. Only the
+// AVX3_BF16 table uses this type, and only on CPUs that have the instruction.
+// Inline assembly, because Highway 1.0.3 has no target with AVX512-BF16.
+enum class NativeBf16 : uint16_t {};
+#define LNGRAD_NATIVE_BF16 1
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const NativeBf16* p) {
+  return LoadAs(df, reinterpret_cast<const bf16*>(p));
+}
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, NativeBf16* /* tag */) {
+  static_assert(sizeof(v.raw) == 64, "whole 512-bit vectors only");
+  constexpr int kSubnormal = 0x20;  // vfpclassps category
+  if (HWY_UNLIKELY(_mm512_fpclass_ps_mask(v.raw, kSubnormal) != 0)) {
+    return Encode(df, v, static_cast<bf16*>(nullptr));
+  }
+  __m256i out;
+  asm("vcvtneps2bf16 %1, %0" : "=v"(out) : "v"(v.raw));
+  return hn::Vec<hn::Rebind<uint16_t, DF>>{out};
+}
+#else
+#define LNGRAD_NATIVE_BF16 0
+#endif
+
+// ---- bfloat16 in pairs of vectors. -------------------------------------------
+// A bfloat16 is the upper half of a float32, so 2N of them loaded as N 32-bit
+// lanes give the even elements by a shift and the odd ones by a mask: no
+// widening shuffles (two per N elements otherwise). Rows of bfloat16 are
+// processed in such pairs of vectors, gamma and the column sums kept in the
+// same even/odd order. Hot in L1 (AVX3, one thread) both passes ran ~40%
+// faster per element than with widening loads; layer_norm_grad, 2 threads:
+// +10% to +25% for 4096x768 and 8192x1024, +2% to +10% for 2048x4096,
+// 512x12288 and 65536x128, level for the DRAM-bound 16384x4096. layer_norm
+// and layer_norm_grad_beta read bfloat16 rows the same way.
+template <typename T>
+struct IsBf16 : std::is_same<T, bf16> {};
+#if LNGRAD_NATIVE_BF16
+template <>
+struct IsBf16<NativeBf16> : std::true_type {};
+#endif
+template <typename T>
+constexpr bool kInPairs = IsBf16<T>::value && HWY_TARGET != HWY_SCALAR;
+// float16 rows go through layer_norm_grad's pass 2 two vectors at a time as
+// well, in element order, where a vector of floats is a cache line
+// (AVX-512): each row's pd_x then takes whole-line stores, which may stream.
+// One vector at a time left every line half-written while the group's other
+// rows were stored, so pd_x went through the cache, whose write-allocate
+// reads its lines first: a fourth stream of memory traffic. AMD EPYC (Zen 5),
+// 2 threads, 16384x4096 and 65536x4096: see GradRowsT.
+template <typename T>
+constexpr bool kF16LineSteps = std::is_same_v<T, f16> && HWY_MAX_BYTES >= 64;
+
+template <class DF>
+using PairOrder = decltype(hn::SetTableIndices(DF(), static_cast<const int32_t*>(nullptr)));
+
+// The calling thread's buffer for PairOrdered copies; grows, never shrinks
+// (part of grad_workspace_bytes; layer_norm uses it too).
+inline float* PairScratch(size_t n) {
+  static thread_local std::vector<float> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+#if HWY_TARGET != HWY_SCALAR  // one lane per vector: no pairs
+
+// Elements [0, 2N) at p as (even, odd) float vectors.
+template <class DF, typename T>
+HWY_INLINE void LoadPairAs(DF df, const T* p, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Repartition<uint16_t, DF> du16;
+  const auto u = hn::BitCast(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  even = hn::BitCast(df, hn::ShiftLeft<16>(u));
+  odd = hn::BitCast(df, hn::And(u, hn::Set(du32, 0xFFFF0000u)));
+}
+
+// The 2N bfloat16 of (even, odd) in element order; rounds as Encode does.
+template <class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> EncodePair(DF /* df */, hn::Vec<DF> even, hn::Vec<DF> odd,
+                                                             bf16* /* tag */) {
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Repartition<uint16_t, DF> du16;
+  // The bfloat16 in the upper half of each lane.
+  auto rounded = [&](hn::Vec<DF> v) HWY_ATTR {
+    const auto u = hn::BitCast(du32, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du32, 1u));
+    const auto nearest = hn::Add(hn::Add(u, hn::Set(du32, 0x7FFFu)), lsb);
+    return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), hn::Or(u, hn::Set(du32, 0x400000u)), nearest);
+  };
+  const auto lo = hn::ShiftRight<16>(rounded(even));
+  const auto hi = hn::And(rounded(odd), hn::Set(du32, 0xFFFF0000u));
+  return hn::BitCast(du16, hn::Or(lo, hi));
+}
+
+// float16 pairs are two vectors in element order (kF16LineSteps).
+template <class DF>
+HWY_INLINE void LoadPairAs(DF df, const f16* p, hn::Vec<DF>& first, hn::Vec<DF>& second) {
+  first = LoadAs(df, p);
+  second = LoadAs(df, p + hn::Lanes(df));
+}
+template <class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> EncodePair(DF df, hn::Vec<DF> first, hn::Vec<DF> second,
+                                                             f16* tag) {
+  const hn::Repartition<uint16_t, DF> du16;
+  return hn::Combine(du16, Encode(df, second, tag), Encode(df, first, tag));
+}
+
+#if LNGRAD_NATIVE_BF16
+template <class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> EncodePair(DF df, hn::Vec<DF> even, hn::Vec<DF> odd,
+                                                             NativeBf16* /* tag */) {
+  constexpr int kSubnormal = 0x20;  // as in Encode
+  if (HWY_UNLIKELY(!_kortestz_mask16_u8(_mm512_fpclass_ps_mask(even.raw, kSubnormal),
+                                         _mm512_fpclass_ps_mask(odd.raw, kSubnormal)))) {
+    return EncodePair(df, even, odd, static_cast<bf16*>(nullptr));
+  }
+  __m512i halves;  // even's 16 results, then odd's
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(odd.raw), "v"(even.raw));
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return hn::Vec<hn::Repartition<uint16_t, DF>>{_mm512_permutexvar_epi16(order, halves)};
+}
+#endif
+
+template <class DF, typename T>
+HWY_INLINE void StorePairAs(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p, bool stream) {
+  const hn::Repartition<uint16_t, DF> du16;
+  const auto e = EncodePair(df, even, odd, p);
+  if (stream) {
+    hn::Stream(e, du16, reinterpret_cast<uint16_t*>(p));
+  } else {
+    hn::StoreU(e, du16, reinterpret_cast<uint16_t*>(p));
+  }
+}
+
+// Lane indices that, followed by InterleaveLower/Upper (which work within
+// 128-bit blocks), put (even, odd) back in element order.
+template <class DF>
+PairOrder<DF> PairOrderIndices(DF df) {
+  const size_t N = hn::Lanes(df);
+  constexpr size_t kBlock = 16 / sizeof(hn::TFromD<DF>);
+  alignas(64) int32_t idx[HWY_MAX_BYTES / sizeof(int32_t)] = {};
+  for (size_t l = 0; l < N; ++l) {
+    const size_t b = l / kBlock, r = l % kBlock;
+    idx[l] = static_cast<int32_t>(r < kBlock / 2 ? b * kBlock / 2 + r : N / 2 + b * kBlock / 2 + r - kBlock / 2);
+  }
+  return hn::SetTableIndices(df, idx);
+}
+
+// Floats in pair order back in element order, at p.
+template <class DF>
+HWY_INLINE void StorePairNatural(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, PairOrder<DF> order,
+                                 hn::TFromD<DF>* p) {
+  const auto e = hn::TableLookupLanes(even, order);
+  const auto o = hn::TableLookupLanes(odd, order);
+  hn::StoreU(hn::InterleaveLower(df, e, o), df, p);
+  hn::StoreU(hn::InterleaveUpper(df, e, o), df, p + hn::Lanes(df));
+}
+
+// `pairs` whole pairs of floats from p on, in (even, odd) order, back in
+// element order.
+template <class DF>
+void PairsToElementOrder(DF df, PairOrder<DF> order, float* p, size_t pairs) {
+  const size_t N = hn::Lanes(df);
+  for (size_t t = 0; t < pairs; ++t, p += 2 * N) {
+    StorePairNatural(df, hn::LoadU(df, p), hn::LoadU(df, p + N), order, p);
+  }
+}
+
+// A copy of the h floats at src with the pairs from element `base` on in
+// (even, odd) order, the rest as they are; returns dst.
+template <class DF>
+const float* PairOrdered(DF df, const float* src, size_t h, size_t base, float* dst) {
+  const size_t N = hn::Lanes(df);
+  std::memcpy(dst, src, h * sizeof(float));
+  for (size_t j = base; j + 2 * N <= h; j += 2 * N) {
+    const auto lo = hn::LoadU(df, src + j);
+    const auto hi = hn::LoadU(df, src + j + N);
+    hn::StoreU(hn::ConcatEven(df, hi, lo), df, dst + j);
+    hn::StoreU(hn::ConcatOdd(df, hi, lo), df, dst + j + N);
+  }
+  return dst;
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// Whether rows of h elements of elem_bytes at out take non-temporal stores of
+// store_bytes each (wanted, and every row aligned alike: rows whole stores
+// apart), and in *head the elements each row first stores through the cache
+// to reach a store boundary.
+inline bool StreamRows(bool wanted, const void* out, size_t h, size_t elem_bytes, size_t store_bytes, size_t* head) {
+  *head = 0;
+  if (!wanted || (h * elem_bytes) % store_bytes != 0) return false;
+  const size_t misalign = reinterpret_cast<uintptr_t>(out) % store_bytes;
+  if (misalign % elem_bytes == 0 && misalign != 0) *head = HWY_MIN(h, (store_bytes - misalign) / elem_bytes);
+  return true;
+}
+
+// Tails (fewer than Lanes elements) go through a zeroed lane-sized buffer so
+// that one vector code path serves every length.
+constexpr size_t kMaxLaneBytes = HWY_MAX_BYTES;
+
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadTail(DF df, const T* p, size_t n) {
+  alignas(64) T buf[kMaxLaneBytes / sizeof(float)] = {};
+  std::memcpy(static_cast<void*>(buf), p, n * sizeof(T));
+  return LoadAs(df, buf);
+}
+
+template <class DF, typename T>
+HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
+  alignas(64) T buf[kMaxLaneBytes / sizeof(float)];
+  StoreAs(df, v, buf);
+  std::memcpy(static_cast<void*>(p), buf, n * sizeof(T));
+}
+
+// A whole vector at p (full), or the first n elements through the tail buffer.
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadPart(DF df, const T* p, size_t n, bool full) {
+  return full ? LoadAs(df, p) : LoadTail(df, p, n);
+}
+
+template <class DF, typename T>
+HWY_INLINE void StorePart(DF df, hn::Vec<DF> v, T* p, size_t n, bool full) {
+  if (full) {
+    StoreAs(df, v, p);
+  } else {
+    StoreTail(df, v, p, n);
+  }
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace lngrad
+HWY_AFTER_NAMESPACE();
+
+#endif  // LNGRAD_KERNELS_CONVERT_INL_H_
