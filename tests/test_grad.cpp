@@ -8,10 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "kernels/plan.hpp"
 #include "test_support.hpp"
 
 namespace lngrad::test {
 namespace {
+
+// The shortest rows the plan fuses (pass 1 of the next group inside pass 2)
+// on the active target; where it fuses none (16-bit rows with narrow
+// vectors), rows of 8 KiB.
+std::int64_t shortest_fused_h(Dtype d) {
+  kernels::PlanInputs in;
+  in.dtype = d;
+  in.rows = 64;
+  in.target = kernels::active_traits();
+  in.caches = kernels::machine_caches();
+  for (in.h = 1; in.h <= 8192; ++in.h) {
+    if (kernels::plan_grad(in).fused) return in.h;
+  }
+  return 8192 / static_cast<std::int64_t>(dtype_size(d));
+}
 
 // Runs each test once per compiled target the CPU supports.
 class PerTarget : public ::testing::TestWithParam<std::string> {
@@ -138,15 +154,13 @@ TEST_P(PerTarget, VeryLongRows) {
 }
 
 TEST_P(PerTarget, LongRowsOverlapTheNextGroupsFirstPass) {
-  // Rows of 8 KiB or more (dy and x; 4 KiB for 16-bit types) take the fused
-  // loop: pass 1 of the next group inside pass 2 of this one. Cover several
-  // groups, a short last group (43 rows in groups of 8, 4, or 2 for float32;
-  // calls of 32 and 11 rows), H off the vector width so segments and tails do
-  // not line up, and H whose rows just reach the limit.
+  // Rows the plan fuses take pass 1 of the next group inside pass 2 of this
+  // one. Cover several groups, a short last group (43 rows in groups of 8, 4,
+  // or 2 for float32; calls of 32 and 11 rows), H off the vector width so
+  // segments and tails do not line up, and H whose rows just reach the limit.
   for (Dtype d : kDtypes) {
-    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
-    const std::int64_t limit = elem == 2 ? 4096 : 8192;
-    for (std::int64_t h : {limit / (2 * elem), limit / (2 * elem) + 5, 2 * limit / (2 * elem) + 37}) {
+    const std::int64_t fused_h = shortest_fused_h(d);
+    for (std::int64_t h : {fused_h, fused_h + 5, 2 * fused_h + 37}) {
       check_grad({spec({43, h}, 1, d)});
     }
   }
@@ -159,8 +173,7 @@ TEST_P(PerTarget, CallsRunOnAcrossBlocksOfColumnSums) {
   // and shorter rows in groups of 8 and 4.
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
-    const std::int64_t fused_h = (elem == 2 ? 4096 : 8192) / (2 * elem);
-    for (std::int64_t h : {fused_h, std::int64_t{40}, 1536 / elem}) check_grad({spec({1060, h}, 1, d)});
+    for (std::int64_t h : {shortest_fused_h(d), std::int64_t{40}, 1536 / elem}) check_grad({spec({1060, h}, 1, d)});
   }
 }
 
@@ -343,9 +356,7 @@ TEST_P(PerTarget, InPlaceMatchesOutOfPlace) {
   // and 2 threads (80 rows of over 2 * 2^14 elements: 3 blocks of rows, so
   // both threads take rows).
   for (Dtype d : kDtypes) {
-    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
-    const std::int64_t fused_h = (elem == 2 ? 4096 : 8192) / (2 * elem) + 5;
-    for (Shape shape : {Shape{8, 70}, Shape{80, fused_h}}) {
+    for (Shape shape : {Shape{8, 70}, Shape{80, shortest_fused_h(d) + 5}}) {
       Problem p = make_problem(spec(shape, 1, d));
       Buffer pd_x(d, p.rows * p.h), pd_gamma(d, p.h), pd_beta(d, p.h), gx_pd_x(d, p.rows * p.h),
           gx_res(d, p.rows * p.h);

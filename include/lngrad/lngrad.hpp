@@ -189,6 +189,18 @@ std::string active_target();
 // sets the initial cap. Throws Error for an unknown name.
 void set_max_target(std::string_view name);
 
+// The operators, for describe_plan.
+enum class Op { layer_norm_grad, layer_norm_grad_x, layer_norm_grad_beta, layer_norm };
+
+// How a call would run here (this machine's caches, the active target): one
+// line of the plan's choices, e.g. "threads=2 group=4 fused=1 stream=1
+// prefetch_l1=4096 prefetch_l2=8192 ahead=0", with a note where a wanted
+// choice was refused. The output is taken to start on a cache line. The
+// environment variable LNGRAD_PLAN (same keys, comma-separated) overrides
+// choices for experiments; results are the same bits whatever the plan.
+std::string describe_plan(Op op, std::int64_t rows, std::int64_t h, Dtype dtype, int num_threads = 0,
+                          Stores stores = Stores::automatic);
+
 // Threads used when num_threads is 0.
 int default_num_threads();
 

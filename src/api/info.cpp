@@ -1,5 +1,6 @@
 // Names, sizes, version and target control: the small public helpers.
 #include <sstream>
+#include <string>
 
 #include "kernels/kernels.hpp"
 #include "lngrad/lngrad.hpp"
@@ -49,13 +50,35 @@ int default_num_threads() { return runtime::available_cores(); }
 
 std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dtype, int num_threads) {
   if (rows < 1 || h < 1) return 0;
-  const int threads = runtime::effective_threads(num_threads > 0 ? num_threads : runtime::available_cores(), rows, h);
+  const int threads = kernels::plan_threads(num_threads > 0 ? num_threads : runtime::available_cores(), rows, h);
   const std::int64_t acc = x_dtype == Dtype::float64 ? 8 : 4;
   // + the final sums, and for bfloat16 gamma in the kernels' pair order
   // (two copies per thread).
   const std::int64_t pair_gamma = x_dtype == Dtype::bfloat16 ? std::int64_t{threads} * 2 * h * acc : 0;
   return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 2 * h * acc + pair_gamma;
 }
+std::string describe_plan(Op op, std::int64_t rows, std::int64_t h, Dtype dtype, int num_threads, Stores stores) {
+  if (rows < 1 || h < 1) {
+    throw Error("describe_plan: rows and h: expected >= 1; given " + std::to_string(rows) + " and " + std::to_string(h));
+  }
+  if (num_threads < 0) throw Error("describe_plan: num_threads: expected >= 0; given " + std::to_string(num_threads));
+  kernels::PlanInputs in;
+  in.dtype = in.res_dtype = dtype;
+  in.rows = rows;
+  in.h = h;
+  in.threads = num_threads > 0 ? num_threads : runtime::available_cores();
+  in.stores = stores;
+  in.target = kernels::active_traits();
+  in.caches = kernels::machine_caches();
+  switch (op) {
+    case Op::layer_norm_grad:
+    case Op::layer_norm_grad_x: return kernels::describe(kernels::plan_grad(in));
+    case Op::layer_norm_grad_beta: return kernels::describe(kernels::plan_beta(in));
+    case Op::layer_norm: return kernels::describe(kernels::plan_forward(in));
+  }
+  throw Error("describe_plan: op: expected one of lngrad::Op; given " + std::to_string(static_cast<int>(op)));
+}
+
 const char* version() { return LNGRAD_VERSION_STRING; }
 
 }  // namespace lngrad

@@ -198,25 +198,20 @@ void sum_columns(std::int64_t rows, std::int64_t h, int threads,
   store_params(sum_beta, sums.pd_beta, h);
 }
 
-// Whether an output (pd_x, y) goes past the caches (see Stores). Automatic:
-// when the operator's `tensors` row tensors (dy, x and pd_x; x and y) cannot
-// all stay in the last-level cache. Streaming then saves reading
-// each destination line and leaves the cache to the inputs; measured, 2
-// threads, against cached stores: float32 +22% to +46% (4096x768 ..
-// 16384x4096, 65536x128), bfloat16 +6% to +29%. A pd_x off a cache line
-// needs partial column steps at both ends of every row, which made short
-// 16-bit rows far slower streamed (bfloat16 65536x128: 2.5x, 4096x768:
-// -18%, 8192x1024: -7%) while 8 KiB rows still gained (+22%): such a pd_x
-// streams only for rows of 4 KiB or more.
-bool exceed_llc(std::int64_t rows, std::int64_t row_bytes, int tensors) {
-  return rows * row_bytes * tensors > runtime::last_level_cache_bytes();
-}
-
-bool stream_output(Stores stores, const void* out, std::int64_t rows, std::int64_t row_bytes, int tensors) {
-  if (out == nullptr || stores == Stores::cached) return false;
-  if (stores == Stores::streaming) return true;
-  const bool on_a_line = reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
-  return exceed_llc(rows, row_bytes, tensors) && (on_a_line || row_bytes >= 4096);
+// The plan's inputs for a call on rows x h of `dtype`, writing `out` (or null).
+kernels::PlanInputs plan_inputs(Dtype dtype, std::int64_t rows, std::int64_t h, int threads, Stores stores,
+                                const void* out) {
+  kernels::PlanInputs in;
+  in.dtype = dtype;
+  in.rows = rows;
+  in.h = h;
+  in.threads = threads;
+  in.stores = stores;
+  in.has_output = out != nullptr;
+  in.output_on_line = reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
+  in.target = kernels::active_traits();
+  in.caches = kernels::machine_caches();
+  return in;
 }
 
 // Runs grad rows, with column sums when asked for.
@@ -225,12 +220,15 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
               int threads, Stores stores, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   args.gamma = widen_param<A>(gamma, h, A(1), 0);
-  const std::int64_t row_bytes = h * static_cast<std::int64_t>(dtype_size(args.dtype));
-  args.stream_pd_x = stream_output(stores, args.pd_x, rows, row_bytes, 3);
+  const kernels::GradPlan plan = kernels::plan_grad(plan_inputs(args.dtype, rows, h, threads, stores, args.pd_x));
+  threads = plan.threads;
+  args.group_rows = plan.group_rows;
+  args.fused = plan.fused;
+  args.stream_pd_x = plan.stream_pd_x;
+  args.prefetch_l1_bytes = plan.prefetch_l1_bytes;
+  args.prefetch_l2_bytes = plan.prefetch_l2_bytes;
+  args.groups_ahead = plan.groups_ahead;
   const kernels::KernelTable& k = kernels::active();
-  threads = runtime::effective_threads(threads, rows, h);
-  args.prefetch_rows = rows * row_bytes * 2 > threads * runtime::core_cache_bytes();
-  args.beyond_llc = exceed_llc(rows, row_bytes, 3);
   if (sums.pd_gamma.data == nullptr && sums.pd_beta.data == nullptr) {
     runtime::for_rows(rows, h, threads, [&](std::int64_t b, std::int64_t e) { k.grad_rows(args, b, e, nullptr); });
     return;
@@ -402,11 +400,15 @@ void layer_norm_grad_x(ConstTensorView dy, ConstTensorView x, ConstTensorView va
 
 namespace {
 template <typename A>
-void run_beta(const kernels::BetaArgs& args, std::int64_t rows, int threads, const TensorView& pd_gamma,
+void run_beta(kernels::BetaArgs args, std::int64_t rows, int threads, const TensorView& pd_gamma,
               const TensorView& pd_beta) {
+  kernels::PlanInputs in = plan_inputs(args.dy_dtype, rows, args.h, threads, Stores::automatic, nullptr);
+  in.res_dtype = args.res_dtype;
+  const kernels::BetaPlan plan = kernels::plan_beta(in);
+  args.group_rows = plan.group_rows;
   const kernels::KernelTable& k = kernels::active();
   auto fn = [&](std::int64_t b, std::int64_t e, const kernels::BlockSums& s) { k.beta_rows(args, b, e, s); };
-  sum_columns<A>(rows, args.h, runtime::effective_threads(threads, rows, args.h), fn, {pd_gamma, pd_beta});
+  sum_columns<A>(rows, args.h, plan.threads, fn, {pd_gamma, pd_beta});
 }
 }  // namespace
 
@@ -511,7 +513,8 @@ void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma, std::op
   args.mean = mean.data;
   args.variance = variance.data;
   args.rstd = rstd.data;
-  args.stream_y = stream_output(options.y_stores, y.data, rows, h * static_cast<std::int64_t>(dtype_size(x.dtype)), 2);
+  const kernels::ForwardPlan plan = kernels::plan_forward(plan_inputs(x.dtype, rows, h, threads, options.y_stores, y.data));
+  args.stream_y = plan.stream_y;
   if (x.dtype == Dtype::float64) {
     args.gamma = widen_param<double>(gamma, h, 1.0, 0);
     args.beta = widen_param<double>(beta, h, 0.0, 2);
@@ -520,8 +523,7 @@ void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma, std::op
     args.beta = widen_param<float>(beta, h, 0.0f, 2);
   }
   const kernels::KernelTable& k = kernels::active();
-  runtime::for_rows(rows, h, runtime::effective_threads(threads, rows, h),
-                    [&](std::int64_t b, std::int64_t e) { k.forward_rows(args, b, e); });
+  runtime::for_rows(rows, h, plan.threads, [&](std::int64_t b, std::int64_t e) { k.forward_rows(args, b, e); });
 }
 
 }  // namespace lngrad

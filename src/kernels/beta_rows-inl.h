@@ -31,7 +31,7 @@ void BetaRowsT(const BetaArgs& args, int64_t row_begin, int64_t row_end, void* a
   constexpr bool kEvenOdd = kInPairs<TD> && std::is_same_v<TD, TR>;
   // Column-wise over groups of rows, as GradRowsT: one read and write of the
   // partial sums per group, rows added in order.
-  const size_t group = group_rows(h * (sizeof(TD) + sizeof(TR)));
+  const size_t group = static_cast<size_t>(args.group_rows);
   bool first_group = true;
   for (int64_t g0 = row_begin; g0 < row_end; g0 += static_cast<int64_t>(group)) {
     const size_t rows = static_cast<size_t>(HWY_MIN(static_cast<int64_t>(group), row_end - g0));

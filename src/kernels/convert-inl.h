@@ -184,11 +184,8 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, Native
 // lanes give the even elements by a shift and the odd ones by a mask: no
 // widening shuffles (two per N elements otherwise). Rows of bfloat16 are
 // processed in such pairs of vectors, gamma and the column sums kept in the
-// same even/odd order. Hot in L1 (AVX3, one thread) both passes ran ~40%
-// faster per element than with widening loads; layer_norm_grad, 2 threads:
-// +10% to +25% for 4096x768 and 8192x1024, +2% to +10% for 2048x4096,
-// 512x12288 and 65536x128, level for the DRAM-bound 16384x4096. layer_norm
-// and layer_norm_grad_beta read bfloat16 rows the same way.
+// same even/odd order (faster than widening loads: docs/TUNING.md).
+// layer_norm and layer_norm_grad_beta read bfloat16 rows the same way.
 template <typename T>
 struct IsBf16 : std::is_same<T, bf16> {};
 #if LNGRAD_NATIVE_BF16
@@ -202,8 +199,7 @@ constexpr bool kInPairs = IsBf16<T>::value && HWY_TARGET != HWY_SCALAR;
 // (AVX-512): each row's pd_x then takes whole-line stores, which may stream.
 // One vector at a time left every line half-written while the group's other
 // rows were stored, so pd_x went through the cache, whose write-allocate
-// reads its lines first: a fourth stream of memory traffic. AMD EPYC (Zen 5),
-// 2 threads, 16384x4096 and 65536x4096: see GradRowsT.
+// reads its lines first: a fourth stream of memory traffic.
 template <typename T>
 constexpr bool kF16LineSteps = std::is_same_v<T, f16> && HWY_MAX_BYTES >= 64;
 

@@ -89,8 +89,17 @@ void FromF32(Dtype dtype, const float* src, void* dst, int64_t n) {
   }
 }
 
+// What the plan's rules need to know of this target (see TargetTraits).
+TargetTraits Traits() {
+  TargetTraits t;
+  t.vector_bytes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>()) * sizeof(float));
+  t.bf16_pairs = kInPairs<bf16>;
+  t.f16_pair_steps = kF16LineSteps<f16>;
+  return t;
+}
+
 const KernelTable* GetTable() {
-  static const KernelTable table = {hwy::TargetName(HWY_TARGET), &GradRows, &BetaRowsInBlocks, &ForwardRows,
+  static const KernelTable table = {hwy::TargetName(HWY_TARGET), Traits(), &GradRows, &BetaRowsInBlocks, &ForwardRows,
                                     &AddF32, &AddF64, &ToF32, &FromF32};
   return &table;
 }
@@ -110,7 +119,7 @@ void FromF32NativeBf16(Dtype dtype, const float* src, void* dst, int64_t n) {
   FromF32(dtype, src, dst, n);
 }
 const KernelTable* GetNativeBf16Table() {
-  static const KernelTable table = {"AVX3_BF16", &GradRowsNativeBf16, &BetaRowsInBlocks, &ForwardRowsNativeBf16,
+  static const KernelTable table = {"AVX3_BF16", Traits(), &GradRowsNativeBf16, &BetaRowsInBlocks, &ForwardRowsNativeBf16,
                                     &AddF32,     &AddF64,             &ToF32,    &FromF32NativeBf16};
   return &table;
 }

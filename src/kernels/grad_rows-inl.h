@@ -68,61 +68,6 @@ namespace kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Rows go in groups whose dy and x stay in cache: pass 1 reads each row from
-// memory once for its sums (for long rows, inside the previous group's pass
-// 2; see kFuseBytes); pass 2 walks the group's columns together, so
-// the pd_gamma/pd_beta partials are read and written once per group rather
-// than once per row, in the same row order (bit-identical to summing row by
-// row). Group size, measured on 16384x512 .. 2048x4096 in float32 and
-// bfloat16: 8 rows when a row of dy and x takes 4-8 KiB (the group then
-// fills about the L1), else 4; at most kGroupBytes for very long rows. Rows
-// under 1 KiB take 8 too: the partials' loads and stores per group weigh on
-// few elements there (one thread, hot: float32 1024x64 +17%, bfloat16
-// 1024x128 +14%; 2 threads, float32 8192x64 +8%, bfloat16 65536x128 +1% to
-// +3%, up to +15% while memory ran fast).
-constexpr size_t kGroupRows = 8;
-constexpr size_t kGroupBytes = size_t{256} * 1024;
-
-// Rows whose dy and x take at least this many bytes (half of it for 16-bit
-// storage: H >= 1024 either way) run pass 1 of the next group inside pass 2
-// of the current one (see GradRowsT); shorter rows do the two passes one
-// after the other, which measured faster for them (the fused loop's
-// bookkeeping is per row). Fused, 2 threads, against unfused: +5% to +18%
-// for 8192x2048 .. 16384x4096 and 512x12288 in all three 16-bit and float32
-// dtypes except float16 512x12288 (-8%); +8% for float32 H = 1024. 16-bit
-// rows of 4 KiB (the benchmark, alternating builds): bfloat16 8192x1024 +5%
-// to +10%, float16 +7% to +15%, though -6% to -12% hot in L2 (256x1024, one
-// thread); fusing float32 rows of 6 KiB (H = 768) lost 5-13%.
-constexpr size_t kFuseRowPairBytes = 8192;
-template <typename T>
-constexpr size_t kFuseBytes = sizeof(T) == 2 ? kFuseRowPairBytes / 2 : kFuseRowPairBytes;
-// How far ahead of its loads the fused pass 1 prefetches: the hardware
-// prefetcher alone leaves those loads waiting on DRAM once pass 2's work sits
-// between them (fused without it measured 10-30% slower than unfused).
-// 16-bit rows go 4 KiB ahead: against 2 KiB, 2 threads, alternating builds,
-// +5-7% for 8192x1024 and 2048x4096, +1-3% for 512x12288, -2..+4% for
-// 16384x4096 (bfloat16 and float16). float32 rows go 4 KiB ahead when the
-// tensors exceed the LLC, with the L2 prefetch below (2 threads, same
-// process, memory running fast (triad ~105 GB/s): +15% to +25% for
-// 16384x4096, 2048x4096, 4096x2048, 8192x1024 and 512x12288, one thread
-// +24%; running slow (~56 GB/s): +5% to +17% for 2048x4096, 8192x1024 and
-// 512x12288, 16384x4096 -3%) and 2 KiB inside it (4 KiB: 1024x2048 -6%,
-// 256x4096 -8%). 3 KiB lost 9% of the gain while memory ran fast; 5-6 KiB
-// measured within 3% of 4.
-template <typename T>
-constexpr size_t PrefetchBytes(bool beyond_llc) {
-  return sizeof(T) == 2 || (sizeof(T) == 4 && beyond_llc) ? 4096 : 2048;
-}
-// float32 rows from beyond the core's cache also prefetch 8 KiB ahead into
-// the L2, where the hardware has more requests in flight than the L1 has:
-// against the 2 KiB L1 prefetch alone, 2 threads, same process, +10% to
-// +21% for 2048x4096, +3% to +14% for 8192x1024, +15% for 512x12288, +3%
-// for 16384x4096 while memory ran slow (~60 GB/s); alternating builds, +12%
-// to +19% for 16384x4096 while it ran fast. With the 4 KiB L1 prefetch it
-// adds 0-2%. (For 16-bit rows the L2 prefetch was level.)
-template <typename T>
-constexpr size_t kPrefetchL2Bytes = sizeof(T) == 4 ? 8192 : 0;
-
 // A prefetch into the L2 only (Highway 1.0.3 has the L1 one alone).
 inline void PrefetchToL2(const void* p) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -132,28 +77,11 @@ inline void PrefetchToL2(const void* p) {
 #endif
 }
 
-// Rows too short to fuse, from beyond the core's cache, prefetch a later
-// group's dy and x while pass 2 finishes the current one (the hardware
-// prefetcher alone leaves pass 1 waiting): 2 groups ahead when a group's row
-// tensor slice is under 8 KiB, else 1. 2 threads, against none: float32
-// 4096x768 +6% to +9% (alternating builds; +2% to +8% in one process with
-// the rows flushed from the LLC), 16384x256 float32 +3% to +15%, bfloat16
-// 8192x512 -3% to +5%, bfloat16 4096x768 level to -5%. 16-bit rows under 512
-// bytes do not: bfloat16/float16 65536x128 lost 1-8%. Data in the core's
-// cache does not either: one thread, hot, float32 64x768 lost 12%. Nor do
-// 16-bit rows while the tensors fit the LLC (2 threads, same process, first
-// variant discarded, 3 runs: bfloat16 8192x512 +2% to +3%, float16 4096x768
-// -2% to +5%, bfloat16 4096x768 -3% to +4%); float32 rows there were mixed
-// (2048x768 +8%, 8192x256 -7% to +2%) and keep it.
-constexpr size_t kPrefetchGroupBytes = 8192;
-constexpr size_t kPrefetchMinRowBytes = 512;
-
 // body(k) for the rows k of a group, `rows` of them: a size_t, or a
 // std::integral_constant for a group size compiled in. Unrolled over the
-// rows, GCC keeps every row's coefficients at fixed places: +15-20% for
-// float32 65536x128 and up to +40% for bfloat16 512x12288 (2 threads). Not
-// asked of clang, for which it doubled this file's build time under the
-// sanitizers and often failed.
+// rows, GCC keeps every row's coefficients at fixed places (docs/TUNING.md).
+// Not asked of clang, for which it doubled this file's sanitizer build time
+// and often failed.
 template <class Rows, class Body>
 HWY_INLINE void ForEachRow(Rows rows, const Body& body) {
   if constexpr (std::is_integral_v<Rows>) {
@@ -164,86 +92,6 @@ HWY_INLINE void ForEachRow(Rows rows, const Body& body) {
   } else {
     for (size_t k = 0; k < Rows::value; ++k) body(k);
   }
-}
-
-inline size_t group_rows(size_t row_pair_bytes) {
-  const size_t preferred = row_pair_bytes < 1024 || (row_pair_bytes >= 4096 && row_pair_bytes < 8192) ? 8 : 4;
-  return HWY_MAX(size_t{1}, HWY_MIN(preferred, kGroupBytes / row_pair_bytes));
-}
-
-// With vectors narrower than a cache line (AVX2 and below), pass 2 comes
-// back to each line of a group's rows at the next column step, so the
-// group's lines at one column must stay in the L1 between the two visits.
-// Rows a multiple of 4 KiB apart share one L1 set (8 ways on the machines
-// measured) in each of dy, x and pd_x, and streamed stores to such rows also
-// stall behind one another. AliasFreeRows is the most rows, up to `rows`,
-// that go in a group of rows `stride` bytes apart with no two of them within
-// a line of each other modulo 4 KiB. AMD EPYC (Zen 3), AVX2, 2 threads,
-// float32, streamed pd_x: 16384x4096, 8192x1024, 2048x4096 and 512x12288 in
-// groups of 1 instead of 2 ran 3-4x faster (4.4 -> 14-17 GB/s), 8192x512 in
-// pairs 2.4x faster than in 4s.
-inline size_t AliasFreeRows(size_t stride, size_t rows) {
-  constexpr size_t kPage = 4096;
-  constexpr size_t kMinApart = 64;
-  for (size_t g = 2; g <= rows; ++g) {
-    const size_t d = (g - 1) * stride % kPage;  // rows g-1 apart; nearer pairs were checked before
-    if (HWY_MIN(d, kPage - d) < kMinApart) return g - 1;
-  }
-  return rows;
-}
-
-// Whether layer_norm_grad's rows of h elements fuse (see kFuseBytes). With
-// narrow vectors 16-bit rows do not: pass 2 of bfloat16/float16 pairs and
-// pass 1's six sums do not fit AVX2's 16 registers together (Zen 3, 2
-// threads, against fused: +5% to +30% for 16384x4096, 8192x1024 and
-// 512x12288; one thread in L2, 64x2048, +30%).
-template <typename T>
-bool GradFused(size_t h, bool narrow) {
-  return (sizeof(T) != 2 || !narrow) && 2 * h * sizeof(T) >= kFuseBytes<T>;
-}
-
-// Rows per group of layer_norm_grad with narrow vectors (AVX2 and below),
-// measured on Zen 3 with 2 threads: 16-bit rows of 1024 elements or more
-// (unfused there) go in pairs (against 8 for bfloat16, 4 for float16: +0% to
-// +27%, even where the pair aliases, which then takes cached stores); rows
-// whose dy and x take under 1 KiB in 4s (65536x128: bfloat16 +31% to +40%
-// against 8, float32 +14% against 2); otherwise group_rows' choice or 8 for
-// bfloat16, float32 and float64 then cut to alias-free rows (float32 from
-// beyond the LLC: 4096x768 +24% and 16384x256 +11% in 4s against pairs).
-template <typename T>
-size_t NarrowGroupRows(size_t h) {
-  if (sizeof(T) == 2 && h >= 1024) return 2;
-  const size_t row_pair_bytes = 2 * h * sizeof(T);
-  constexpr bool kPairs = kInPairs<T>;
-  size_t group = 4;
-  if (row_pair_bytes >= 1024) group = kPairs ? kGroupRows : group_rows(row_pair_bytes);
-  return sizeof(T) == 2 ? group : AliasFreeRows(h * sizeof(T), group);
-}
-
-// Rows per group of layer_norm_grad: group_rows, but for two kinds of rows.
-template <typename T>
-size_t GradGroupRows(size_t h, bool fused, bool beyond_llc, bool narrow) {
-  if (narrow) return NarrowGroupRows<T>(h);
-  // bfloat16 rows too short to fuse go in 8s. Against 4, 2 threads, same
-  // process, caches flushed before every 9 calls: +24% for 16384x256, +8% to
-  // +14% for 2048x768 .. 8192x768, +2% for 8192x512; from the LLC -5% to +9%
-  // (1024x512 .. 16384x256). float16 rows of 256-512 elements lose 7-9%.
-  if (kInPairs<T> && !fused) return kGroupRows;
-  const size_t group = group_rows(2 * h * sizeof(T));
-  // float32 rows of 256 bytes or more from beyond the LLC go in pairs.
-  // Fused, against 4, 2 threads, same process, pd_x streamed: +4% to +9% for
-  // 16384x4096 and 2048x4096, level for 8192x1024 and 512x12288. Unfused,
-  // against 8 (4 under 1 KiB), 2 threads, same process, the caches flushed
-  // before every 9 calls: +13% to +18% for 4096x768, 8192x768, 8192x512 and
-  // 6144x640, +11% for 32768x256, +5% to +8% for 65536x128 and 131072x64 (one
-  // thread 4096x768 +28%); 128-byte rows lose 9-14% (262144x32). Inside the
-  // LLC the larger groups are faster: the column-sum partials, read and
-  // written once per group, cost a quarter of the fused loop with pairs
-  // (2 threads 1024x1024 +24%, 512x2048 +13%, 256x4096 +9%; one thread in L2
-  // +18% to +25%; unfused 2048x768 -7%). (Fused bfloat16 and float16 rows
-  // lose 4-10% with pairs.)
-  if (sizeof(T) == 4 && beyond_llc && h * sizeof(T) >= 256) return HWY_MIN(size_t{2}, group);
-  return group;
 }
 
 // kPdX and kAcc (the column sums) select compiled variants; res_for_gamma,
@@ -259,17 +107,19 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* acc_gamma = nullptr;  // the current block's column sums
   A* acc_beta = nullptr;
   const A inv_h = A(1) / static_cast<A>(h);
-  const bool narrow = N * sizeof(A) < 64;  // see AliasFreeRows
-  const bool fused = GradFused<T>(h, narrow);
-  const size_t group = GradGroupRows<T>(h, fused, args.beyond_llc, narrow);
-  const bool prefetch_later_group = !fused && args.prefetch_rows && (sizeof(T) != 2 || args.beyond_llc) &&
-                                    h * sizeof(T) >= kPrefetchMinRowBytes;
-  const size_t groups_ahead = group * h * sizeof(T) < kPrefetchGroupBytes ? 2 : 1;
-  const size_t prefetch_l1_bytes = PrefetchBytes<T>(args.beyond_llc);  // fused pass 1
-  // Not with narrow vectors: on Zen 3 (AVX2, 2 threads, same process) the L2
-  // prefetch cost float32 16384x4096, 2048x4096, 512x12288 and 8192x1024
-  // 5% to 12%.
-  const bool prefetch_l2 = kPrefetchL2Bytes<T> != 0 && args.prefetch_rows && !narrow;
+  // The plan's choices. The group size is bounded for the compiler: as an
+  // unbounded value it made the group loop slower (see docs/TUNING.md).
+  const bool fused = args.fused;
+  const size_t group = HWY_MAX(size_t{1}, HWY_MIN(static_cast<size_t>(args.group_rows), size_t{kMaxGroupRows}));
+  const bool prefetch_later_group = !fused && args.groups_ahead != 0;
+  // Recomputed here rather than read from args: as a loaded value it slowed
+  // the fused loop, which never uses it (see docs/TUNING.md).
+  const size_t groups_ahead = GroupsAhead(group * h * sizeof(T));
+  const size_t prefetch_l1_bytes =
+      sizeof(T) == 2 ? static_cast<size_t>(kPrefetch16BitBytes) : static_cast<size_t>(args.prefetch_l1_bytes);
+  const size_t prefetch_l2_bytes = static_cast<size_t>(args.prefetch_l2_bytes);
+  // Compiled for float32 rows only, the one kind the plan prefetches so.
+  const bool prefetch_l2 = sizeof(T) == sizeof(float) && prefetch_l2_bytes != 0;
   const T* dy_base = static_cast<const T*>(args.dy);
   const T* x_base = static_cast<const T*>(args.x);
   constexpr bool kPairs = kInPairs<T>;
@@ -288,21 +138,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     }
   }
 
-  // Streamed pd_x: whole steps from a head of cached stores on.
+  // Streamed pd_x (when the plan says so): whole steps from a head of cached
+  // stores on.
   size_t head = 0;
-  // Streamed stores of half a vector (float16 with narrow vectors) lose, as
-  // pass 2 goes through a group's rows in turn and leaves each row's line
-  // part-written (the forward's one stream of y gains from them). 2 threads
-  // against cached: Zen 3 (AVX2, 16 bytes) float16 65536x128 3.9 GB/s
-  // against 7.7; Intel Xeon (AVX-512, then one vector per step) 8192x1024
-  // 4.0 against 14.3. In steps of two vectors (kF16LineSteps), streamed,
-  // AMD EPYC Zen 5, same process: 16384x4096 +40% to +75%, 65536x4096 +65%
-  // to +80%, 2048x4096 and 512x12288 +35%. With narrow vectors so do
-  // stores under 32 bytes and those to the aliasing pairs of 16-bit rows.
-  const bool may_stream = W * sizeof(T) >= N * sizeof(A) &&
-                          (!narrow || sizeof(T) >= 4 ||
-                           (AliasFreeRows(h * sizeof(T), group) == group && W * sizeof(T) >= 32));
-  const bool stream = StreamRows(kPdX && args.stream_pd_x && may_stream, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
+  const bool stream = StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
   if constexpr (kPairs) {  // pass 2's pairs then start at the head
     if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
   }
@@ -426,11 +265,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   if constexpr (kPairs) pair_order = PairOrderIndices(df);
   bool first_group = true;  // of the current block
   // Groups end where blocks of column sums end. The call runs on across
-  // block boundaries, the fused loop included: one call per block left a
-  // group unfused and a gamma reordering per block (2 threads, alternating
-  // builds: 65536x128 +15%, bfloat16 4096x768 +10%, 16384x4096 16-bit +5% to
-  // +10%; in one process, calls of 128 rows against 32: bfloat16 8192x1024
-  // +13%).
+  // block boundaries, the fused loop included: one call per block would leave
+  // a group unfused and reorder gamma per block.
   const int64_t block_rows = kAcc ? block_sums->block_rows : row_end - row_begin;
   int64_t block_end = row_begin;  // of the current block
   auto group_at = [&](int64_t r) {
@@ -443,7 +279,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       for (A* acc : {acc_gamma, acc_beta}) PairsToElementOrder(df, pair_order, acc + head, steps);
     }
   };
-  Row coef_store[2][kGroupRows];
+  Row coef_store[2][kMaxGroupRows];
   Row* coef = coef_store[0];
   Row* coef_next = coef_store[1];
   for (int64_t g0 = row_begin, n0 = 0; g0 < row_end; g0 = n0) {
@@ -604,8 +440,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     };
     // The whole steps of pass 2 (with pass 1 of the next rows when fused).
     // always_inline: as a call of its own it read every capture through its
-    // closure, again after each (possibly aliasing) store (4x768 float32 call
-    // 0.65 -> 0.92 us).
+    // closure, again after each (possibly aliasing) store.
     auto whole_steps = [&](auto stream_now, auto row_count) HWY_ATTR __attribute__((always_inline)) {
       size_t t = 0;
       for (size_t q = 0; q < next_rows; ++q) {
@@ -630,7 +465,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           whole_step(t, stream_now, row_count);
           for (size_t p = 0; p < per_step; p += 2, j1 += 2 * N) {
             prefetch_ahead(at + j1, prefetch_l1_bytes, false);
-            if (prefetch_l2) prefetch_ahead(at + j1, kPrefetchL2Bytes<T>, true);
+            if (prefetch_l2) prefetch_ahead(at + j1, prefetch_l2_bytes, true);
             stats_pair(ndy, nx, j1, vmean, sums);
           }
         }
@@ -654,23 +489,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       }
       for (; t < steps; ++t) whole_step(t, stream_now, row_count);
     };
-    // A group of 4 rows (group_rows' size for most rows) has its row count
+    // Groups of 4 rows (the most common size), 1 (alias-free groups on AVX2)
+    // and 2 (long 16-bit rows on AVX2) have their row count and store kind
     // compiled in: the rows' coefficients then stay in registers across the
-    // steps instead of being broadcast from memory per row and step. One
-    // thread, hot, with ForEachRow: float32 512x128 +12% to +15%, 4x768
-    // +12%, 16x4096 +21% (64x768, groups of 8, +11% from ForEachRow alone);
-    // bfloat16 64x768 +4% to +6%, 16x4096 level. Groups of 8 rows have too
-    // many coefficients for the registers (float32 64x768 -5% compiled in),
-    // and of 2 gained nothing on AVX-512. A single row (AliasFreeRows'
-    // groups on AVX2) is compiled in too: as a run-time count of 1 the loop
-    // dispatched on it at every step (Zen 3, float32, same process: 2 threads
-    // 16384x4096 +16%, 8192x1024 +30%; one thread, hot, 16x4096 +36%); so
-    // are pairs, the long 16-bit rows' groups on AVX2 (one thread, hot,
-    // 16x4096: bfloat16 +16%, float16 +32%; from memory level). For those the
-    // choice of streamed stores is compiled in as well, which takes a branch
-    // per row and step out of the loop (Zen 3, 2 threads, float32 16384x4096
-    // in groups of 1, against a plain two-loop kernel in the same process:
-    // 0.72-0.80 of its rate -> 0.83-0.88).
+    // steps, and no branch per row and step remains. Groups of 8 have too
+    // many coefficients for the registers. Evidence: docs/TUNING.md.
     // Sanitizer builds keep one compiled copy, the 4-row loop with a run-time
     // store kind: under clang 14's ASan+UBSan this file then takes 6 minutes,
     // over 14 with all six. The copies are one source instantiated with other
@@ -712,8 +535,8 @@ void GradRowsFor(const GradArgs& args, int64_t b, int64_t e, const BlockSums* su
   const bool pdx = args.pd_x != nullptr, acc = sums != nullptr;
   if (pdx && acc) return GradRowsT<DF, T, true, true>(args, b, e, sums);
   if (pdx) return GradRowsT<DF, T, true, false>(args, b, e, sums);
-  if (acc) return GradRowsT<DF, T, false, true>(args, b, e, sums);
-  if (args.res_for_gamma != nullptr) GradRowsT<DF, T, false, false>(args, b, e, sums);
+  // Every caller asks for pd_x or column sums (or both).
+  if (acc) GradRowsT<DF, T, false, true>(args, b, e, sums);
 }
 
 void GradRows(const GradArgs& args, int64_t b, int64_t e, const BlockSums* sums) {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/plan.hpp"
 #include "lngrad/lngrad.hpp"
 #include "runtime/function_ref.hpp"
 
@@ -31,9 +32,13 @@ struct GradArgs {
   void* pd_x = nullptr;
   void* res_for_gamma = nullptr;
   Dtype res_dtype = Dtype::float32;
-  bool stream_pd_x = false;  // non-temporal stores: pd_x will not be read from cache soon
-  bool prefetch_rows = false;  // dy and x come from beyond the core's cache: prefetch ahead
-  bool beyond_llc = false;     // dy, x and pd_x together exceed the last-level cache
+  // The plan's choices (see GradPlan).
+  std::int64_t group_rows = 4;  // <= kMaxGroupRows
+  bool fused = false;
+  bool stream_pd_x = false;
+  std::int64_t prefetch_l1_bytes = 0;
+  std::int64_t prefetch_l2_bytes = 0;
+  std::int64_t groups_ahead = 0;
 };
 
 struct BetaArgs {
@@ -42,6 +47,7 @@ struct BetaArgs {
   std::int64_t h = 0;
   const void* dy = nullptr;
   const void* res_for_gamma = nullptr;
+  std::int64_t group_rows = 4;  // the plan's (see BetaPlan)
 };
 
 struct ForwardArgs {
@@ -56,7 +62,7 @@ struct ForwardArgs {
   void* mean = nullptr;
   void* variance = nullptr;
   void* rstd = nullptr;  // may be null
-  bool stream_y = false;  // non-temporal stores: y will not be read from cache soon
+  bool stream_y = false;  // the plan's (see ForwardPlan)
 };
 
 // Where column sums go: before the first row of each block of block_rows
@@ -70,6 +76,7 @@ struct BlockSums {
 
 struct KernelTable {
   const char* target;
+  TargetTraits traits;
   // sums: null when no column sums are wanted.
   void (*grad_rows)(const GradArgs&, std::int64_t row_begin, std::int64_t row_end, const BlockSums* sums);
   // The rows' column sums of dy*res_for_gamma and dy, as grad_rows.

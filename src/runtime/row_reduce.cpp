@@ -52,13 +52,6 @@ std::vector<A>& workspace() {
 
 }  // namespace
 
-int effective_threads(int requested, std::int64_t rows, std::int64_t h) {
-  constexpr std::int64_t kMinElementsPerThread = 1 << 14;
-  const std::int64_t elements = rows * h;
-  const std::int64_t useful = std::max<std::int64_t>(1, elements / kMinElementsPerThread);
-  return static_cast<int>(std::min<std::int64_t>({requested, useful, rows}));
-}
-
 std::int64_t reduce_workspace_bytes(std::int64_t rows, std::int64_t h, int threads, std::int64_t acc_size) {
   const Plan p = plan_for(rows);
   return (p.chunks + threads * buffers_per_worker(p)) * 2 * h * acc_size;

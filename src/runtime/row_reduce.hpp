@@ -13,9 +13,9 @@
 namespace lngrad::runtime {
 
 // 32 rows per block: each block costs a fresh partial-sum buffer and a
-// pairwise merge; against 8 rows this measured 3-15% faster (2 threads,
-// 4096x768 .. 16384x4096), while 32 in-order additions stay far below the
-// bounds the tests derive from this constant.
+// pairwise merge (fewer, larger blocks are faster: docs/TUNING.md), while 32
+// in-order additions stay far below the bounds the tests derive from this
+// constant.
 inline constexpr std::int64_t kBlockRows = 32;
 inline constexpr std::int64_t kMaxChunks = 32;
 
@@ -44,9 +44,5 @@ void for_rows(std::int64_t rows, std::int64_t h, int threads,
 
 // Bytes of workspace reduce_rows uses for this problem (for reports).
 std::int64_t reduce_workspace_bytes(std::int64_t rows, std::int64_t h, int threads, std::int64_t acc_size);
-
-// Threads worth using for rows*h elements: 1 below a size where waking the
-// pool costs more than it saves; never changes results.
-int effective_threads(int requested, std::int64_t rows, std::int64_t h);
 
 }  // namespace lngrad::runtime

@@ -83,14 +83,9 @@ std::int64_t reported_last_level_cache_bytes() {
 }
 
 std::int64_t last_level_cache_bytes() {
-  // No core has more than a few MiB of L3 to itself (4-12 MiB per core on
-  // current parts), but a VM can be shown its host's whole L3 for a couple
-  // of vCPUs (260 MiB for 2 on an Intel Xeon, where CPUID's sharing count
-  // says 2 as well), most of it other tenants'. Counted at most 16 MiB per
-  // available core: there, streaming pd_x for float32 shapes of 36-96 MiB
-  // measured 1.4-1.9x faster than cached stores (2 threads), and where the
-  // L3 is no larger than that (32 MiB for 2 cores on the AMD EPYC VMs the
-  // rules were tuned on) nothing changes.
+  // No core has more than a few MiB of L3 to itself, but a VM can be shown
+  // its host's whole L3 for a couple of vCPUs, most of it other tenants'.
+  // Counted at most 16 MiB per available core (docs/TUNING.md, Stores).
   constexpr std::int64_t kMaxPerCore = std::int64_t{16} << 20;
   static const std::int64_t bytes = std::min(reported_last_level_cache_bytes(), kMaxPerCore * available_cores());
   return bytes;
@@ -110,16 +105,12 @@ namespace {
 thread_local bool t_inside_task = false;
 
 // Workers wait for the next call spinning for a while before they block, and
-// the caller so waits for the workers to finish: waking a blocked thread cost
-// 16 us on the 2-core VM lngrad is measured on when the call came right
-// after the last, and over 20 us after 2 ms idle, more than a whole call on
-// 64x512 bfloat16 (5 us on one thread). Back-to-back calls, as in a training
-// step's layers, find the workers awake; an idle process stops spinning
-// after kSpin. (OpenMP runtimes do the same, for longer.) Only as many
-// threads as there are cores spin: asked for more, the others block at once,
-// as does the caller, or spinners would take the cores the work needs
-// (200000 calls of 512x256 cycling 1..4 threads on 2 cores: 59 s with every
-// thread spinning, 8 s with none, 6.7 s so). kSpin and spin_until are in
+// the caller so waits for the workers to finish: waking a blocked thread
+// costs more than a whole small call (docs/TUNING.md). Back-to-back calls, as
+// in a training step's layers, find the workers awake; an idle process stops
+// spinning after kSpin. (OpenMP runtimes do the same, for longer.) Only as
+// many threads as there are cores spin: asked for more, the others block at
+// once, as does the caller, or spinners would take the cores the work needs. kSpin and spin_until are in
 // thread_pool.hpp.
 
 class Pool {

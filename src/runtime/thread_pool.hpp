@@ -37,7 +37,7 @@ void parallel_for(std::int64_t tasks, int threads, FunctionRef<void(std::int64_t
 inline constexpr std::chrono::microseconds kSpin{200};
 
 // Polls ready() for up to kSpin; whether it came true. pause, not
-// sched_yield: a yielding worker picked up a call 7 us later on average.
+// sched_yield: a yielding worker picked up calls later.
 template <typename Ready>
 bool spin_until(Ready ready) {
   const auto deadline = std::chrono::steady_clock::now() + kSpin;

@@ -1,0 +1,222 @@
+// The plan: its decisions for given machines (not this one), its override,
+// its report, and that no plan changes a result's bits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/plan.hpp"
+#include "test_support.hpp"
+
+namespace lngrad::test {
+namespace {
+
+using kernels::CacheSizes;
+using kernels::GradPlan;
+using kernels::PlanInputs;
+using kernels::TargetTraits;
+
+constexpr TargetTraits kAvx512{64, true, true};
+constexpr TargetTraits kAvx2{32, true, false};
+constexpr TargetTraits kSse4{16, true, false};
+constexpr CacheSizes kZen5Vm{std::int64_t{1} << 21, std::int64_t{32} << 20};  // 2 MiB L2, 32 MiB L3
+
+PlanInputs inputs(Dtype d, std::int64_t rows, std::int64_t h, int threads, TargetTraits target,
+                  Stores stores = Stores::automatic) {
+  PlanInputs in;
+  in.dtype = in.res_dtype = d;
+  in.rows = rows;
+  in.h = h;
+  in.threads = threads;
+  in.stores = stores;
+  in.target = target;
+  in.caches = kZen5Vm;
+  return in;
+}
+
+// Keeps tests from leaking an override into each other.
+class Plan : public ::testing::Test {
+ protected:
+  void TearDown() override { kernels::set_plan_override(""); }
+};
+
+struct GradRow {
+  const char* name;
+  PlanInputs in;
+  int threads;
+  std::int64_t group;
+  bool fused, stream;
+  std::int64_t prefetch_l1, prefetch_l2, ahead;
+};
+
+// Each expectation follows from the rules in plan.cpp (docs/TUNING.md has
+// their evidence); the comments give the deciding facts.
+TEST_F(Plan, GradDecisionsForGivenMachines) {
+  const std::vector<GradRow> table = {
+      // 805 MB of rows beyond the 32 MiB LLC; float32 rows of 16 KiB: fused,
+      // in pairs, prefetched 4 KiB into the L1 and 8 KiB into the L2, streamed.
+      {"f32 16384x4096 AVX-512", inputs(Dtype::float32, 16384, 4096, 2, kAvx512), 2, 2, true, true, 4096, 8192, 0},
+      // bfloat16 rows of 8 KiB: fused in 4s, the compiled 16-bit prefetch, no L2 prefetch.
+      {"bf16 16384x4096 AVX-512", inputs(Dtype::bfloat16, 16384, 4096, 2, kAvx512), 2, 4, true, true, 4096, 0, 0},
+      // 19 MB: inside the LLC, beyond two L2s. Unfused bfloat16 pairs go in 8s,
+      // no later-group prefetch for 16-bit rows inside the LLC, cached stores.
+      {"bf16 4096x768 AVX-512", inputs(Dtype::bfloat16, 4096, 768, 2, kAvx512), 2, 8, false, false, 0, 0, 0},
+      // Short float32 rows beyond the LLC: pairs, the group two ahead prefetched.
+      {"f32 65536x128 AVX-512", inputs(Dtype::float32, 65536, 128, 2, kAvx512), 2, 2, false, true, 0, 0, 2},
+      // Hot in one L2: row pairs of 6 KiB go in 8s, nothing prefetched or streamed.
+      {"f32 64x768 AVX-512 hot", inputs(Dtype::float32, 64, 768, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
+      // AVX2: 16-bit rows do not fuse and long ones go in pairs; the pair is
+      // 2 KiB apart (no L1 alias), 32-byte steps stream.
+      {"bf16 8192x1024 AVX2", inputs(Dtype::bfloat16, 8192, 1024, 2, kAvx2), 2, 2, false, true, 0, 0, 2},
+      // AVX2 float32 rows 3 KiB apart: the fifth row aliases the first modulo
+      // 4 KiB, so groups of 4; 12 KiB groups prefetch one ahead.
+      {"f32 4096x768 AVX2", inputs(Dtype::float32, 4096, 768, 2, kAvx2), 2, 4, false, true, 0, 0, 1},
+      // 10000 elements: not worth a second thread.
+      {"f32 1000x10 threads", inputs(Dtype::float32, 1000, 10, 8, kAvx512), 1, 8, false, false, 0, 0, 0},
+  };
+  for (const GradRow& row : table) {
+    SCOPED_TRACE(row.name);
+    const GradPlan p = kernels::plan_grad(row.in);
+    EXPECT_EQ(p.threads, row.threads);
+    EXPECT_EQ(p.group_rows, row.group);
+    EXPECT_EQ(p.fused, row.fused);
+    EXPECT_EQ(p.stream_pd_x, row.stream);
+    EXPECT_EQ(p.prefetch_l1_bytes, row.prefetch_l1);
+    EXPECT_EQ(p.prefetch_l2_bytes, row.prefetch_l2);
+    EXPECT_EQ(p.groups_ahead, row.ahead);
+    EXPECT_LE(p.group_rows, kernels::kMaxGroupRows);
+  }
+}
+
+TEST_F(Plan, RefusedStreamingIsReported) {
+  // Rows of 4000 bytes are not whole 64-byte steps.
+  GradPlan p = kernels::plan_grad(inputs(Dtype::float32, 13, 1000, 1, kAvx512, Stores::streaming));
+  EXPECT_FALSE(p.stream_pd_x);
+  EXPECT_NE(kernels::describe(p).find("not whole 64-byte steps"), std::string::npos) << kernels::describe(p);
+  // float16 on 16-byte vectors: 8-byte steps, narrower than a vector.
+  p = kernels::plan_grad(inputs(Dtype::float16, 65536, 128, 2, kSse4, Stores::streaming));
+  EXPECT_FALSE(p.stream_pd_x);
+  EXPECT_NE(kernels::describe(p).find("8-byte steps"), std::string::npos) << kernels::describe(p);
+  // Asked and possible: streamed, though the rows fit the LLC.
+  p = kernels::plan_grad(inputs(Dtype::float32, 13, 1024, 1, kAvx512, Stores::streaming));
+  EXPECT_TRUE(p.stream_pd_x);
+  // A pd_x off a cache line streams automatically only for rows of 4 KiB or more.
+  PlanInputs off = inputs(Dtype::bfloat16, 65536, 128, 2, kAvx512);
+  off.output_on_line = false;
+  EXPECT_FALSE(kernels::plan_grad(off).stream_pd_x);
+  off.h = 2048;
+  EXPECT_TRUE(kernels::plan_grad(off).stream_pd_x);
+  // No output, no streaming.
+  off.has_output = false;
+  EXPECT_FALSE(kernels::plan_grad(off).stream_pd_x);
+}
+
+TEST_F(Plan, BetaAndForwardDecisions) {
+  // bfloat16 dy with float32 res_for_gamma, H = 768: 4.5 KiB a row, groups of 8.
+  PlanInputs beta = inputs(Dtype::bfloat16, 4096, 768, 2, kAvx512);
+  beta.res_dtype = Dtype::float32;
+  EXPECT_EQ(kernels::plan_beta(beta).group_rows, 8);
+  // Rows of 32 KiB: 4.
+  EXPECT_EQ(kernels::plan_beta(inputs(Dtype::float32, 64, 4096, 1, kAvx512)).group_rows, 4);
+  // The forward streams y beyond the LLC (x and y: 537 MB), not inside it.
+  EXPECT_TRUE(kernels::plan_forward(inputs(Dtype::float32, 16384, 4096, 2, kAvx512)).stream_y);
+  EXPECT_FALSE(kernels::plan_forward(inputs(Dtype::float32, 1024, 1024, 2, kAvx512)).stream_y);
+  // float16 y in single-vector steps of 32 bytes: rows of 8 KiB are whole steps.
+  EXPECT_TRUE(kernels::plan_forward(inputs(Dtype::float16, 16384, 4096, 2, kAvx512)).stream_y);
+}
+
+TEST_F(Plan, OverrideReplacesTheRulesChoices) {
+  const PlanInputs in = inputs(Dtype::float32, 16384, 4096, 2, kAvx512);
+  kernels::set_plan_override("group=3,fused=0,stream=0,threads=1,ahead=1");
+  const GradPlan p = kernels::plan_grad(in);
+  EXPECT_EQ(p.group_rows, 3);
+  EXPECT_FALSE(p.fused);
+  EXPECT_FALSE(p.stream_pd_x);
+  EXPECT_EQ(p.threads, 1);
+  EXPECT_EQ(p.groups_ahead, 1);  // on; a group of 48 KiB prefetches the next one
+  kernels::set_plan_override("");
+  EXPECT_EQ(kernels::plan_grad(in).group_rows, 2);
+}
+
+TEST_F(Plan, BadOverridesAreRefusedAndChangeNothing) {
+  kernels::set_plan_override("group=2");
+  for (const char* bad : {"group=9", "group=0", "fused=2", "speed=11", "group=", "group=2x", "threads=-1"}) {
+    SCOPED_TRACE(bad);
+    try {
+      kernels::set_plan_override(bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("plan"), std::string::npos) << what;
+      EXPECT_NE(what.find("expected"), std::string::npos) << what;
+      EXPECT_NE(what.find("given"), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(kernels::plan_grad(inputs(Dtype::float32, 64, 768, 1, kAvx512)).group_rows, 2);
+}
+
+TEST_F(Plan, DescribePlanReportsThisMachinesChoices) {
+  // The public report is the plan of this machine's target and caches.
+  PlanInputs in = inputs(Dtype::bfloat16, 16384, 4096, 2, kernels::active_traits());
+  in.caches = kernels::machine_caches();
+  const std::string grad = describe_plan(Op::layer_norm_grad, 16384, 4096, Dtype::bfloat16, 2);
+  EXPECT_EQ(grad, kernels::describe(kernels::plan_grad(in)));
+  for (const char* key : {"threads=2 ", "group=", "fused=", "stream=", "prefetch_l1=", "prefetch_l2=", "ahead="}) {
+    EXPECT_NE(grad.find(key), std::string::npos) << key << " in " << grad;
+  }
+  kernels::set_plan_override("group=3");
+  EXPECT_NE(describe_plan(Op::layer_norm_grad, 16384, 4096, Dtype::bfloat16, 2).find("group=3"), std::string::npos);
+  EXPECT_NE(describe_plan(Op::layer_norm_grad_beta, 64, 768, Dtype::float32, 1).find("group="), std::string::npos);
+  EXPECT_NE(describe_plan(Op::layer_norm, 64, 768, Dtype::float32, 1).find("stream=0"), std::string::npos);
+  EXPECT_THROW(describe_plan(Op::layer_norm_grad, 0, 768, Dtype::float32), Error);
+  EXPECT_THROW(describe_plan(Op::layer_norm_grad, 64, 768, Dtype::float32, -1), Error);
+}
+
+// Every plan gives the same bits: the group size, fusing, prefetching,
+// streaming and the thread count change how rows are visited, never the
+// arithmetic of a row or the order of the column sums. On every target, in
+// every 16/32-bit dtype, with tails (H = 1000, 37) and whole vectors.
+TEST_F(Plan, EveryPlanGivesTheSameBits) {
+  const std::vector<std::string> plans = {"group=1", "group=2", "group=3", "group=5", "group=8", "fused=1",
+                                          "fused=0", "fused=1,group=1", "stream=1", "stream=0", "fused=0,ahead=1",
+                                          "fused=1,prefetch_l1=0,prefetch_l2=4096", "threads=2"};
+  for (const std::string& target : available_targets()) {
+    set_max_target(target);
+    for (Dtype d : {Dtype::float32, Dtype::bfloat16, Dtype::float16}) {
+      for (Shape shape : {Shape{45, 1000}, Shape{70, 37}, Shape{12, 2048}}) {
+        SCOPED_TRACE(target + " " + dtype_name(d) + " " + shape.str());
+        ProblemSpec s;
+        s.x_shape = shape;
+        s.dtype = d;
+        Problem p = make_problem(s);
+        auto run = [&](Buffer& pd_x, Buffer& pd_gamma, Buffer& pd_beta, Buffer& y) {
+          layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                          p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
+                          pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape));
+          Buffer mean(p.stat_dtype, p.rows), variance(p.stat_dtype, p.rows), rstd(p.stat_dtype, p.rows);
+          layer_norm(p.x.cview(p.x_shape), p.gamma.cview(p.param_shape), std::nullopt, y.view(p.x_shape),
+                     mean.view(p.stat_shape), variance.view(p.stat_shape), rstd.view(p.stat_shape));
+        };
+        Buffer ref_x(d, p.rows * p.h), ref_g(p.param_dtype, p.h), ref_b(p.param_dtype, p.h), ref_y(d, p.rows * p.h);
+        kernels::set_plan_override("");
+        run(ref_x, ref_g, ref_b, ref_y);
+        for (const std::string& plan : plans) {
+          SCOPED_TRACE(plan);
+          kernels::set_plan_override(plan);
+          Buffer pd_x(d, p.rows * p.h), pd_g(p.param_dtype, p.h), pd_b(p.param_dtype, p.h), y(d, p.rows * p.h);
+          run(pd_x, pd_g, pd_b, y);
+          ASSERT_TRUE(pd_x.bytes_equal(ref_x));
+          ASSERT_TRUE(pd_g.bytes_equal(ref_g));
+          ASSERT_TRUE(pd_b.bytes_equal(ref_b));
+          ASSERT_TRUE(y.bytes_equal(ref_y));
+        }
+      }
+    }
+  }
+  set_max_target("");
+}
+
+}  // namespace
+}  // namespace lngrad::test
