@@ -362,6 +362,7 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   row.bytes = static_cast<double>(p.traffic_bytes());
   row.beyond_llc = row.bytes > 3 * llc;
   row.workspace_bytes = static_cast<double>(lngrad::grad_workspace_bytes(shape.rows, shape.h, dtype, o.threads));
+  row.plan = lngrad::describe_plan(lngrad::Op::layer_norm_grad, shape.rows, shape.h, dtype, o.threads, o.stores);
 
   const Check check(p);
   const double tol = tolerance(dtype);
@@ -476,6 +477,7 @@ int run(const Options& o) {
   info.threads = o.threads;
   info.reps = o.reps;
   info.stores = stores_name(o.stores);
+  info.explain = o.explain;
   // The hardware's figure sets which shapes count as beyond the LLC (the
   // stricter reading where a VM reports its host's L3); lngrad's own share
   // decides its streamed stores and is printed beside it.

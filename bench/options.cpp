@@ -118,6 +118,8 @@ Options parse_options(int argc, char** argv) {
       if (!known) bad(arg, "automatic, cached or streaming", v);
     } else if (arg == "--verbose") {
       o.verbose = true;
+    } else if (arg == "--explain") {
+      o.explain = true;
     } else if (arg == "--quick") {
       o.quick = true;
     } else if (arg == "--no-torch") {
@@ -163,6 +165,8 @@ read-read-write triad over the same bytes as the roofline.
                      processes use under a tenth of --threads cores (shared machines)
   --stores MODE      lngrad's pd_x stores: automatic (default), cached or
                      streaming (lngrad::Stores), to compare them on this machine
+  --explain          add a plan column: how lngrad runs each row (describe_plan;
+                     the CSV always has it)
   --verbose          print every timed sample to stderr
 )";
 }

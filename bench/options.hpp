@@ -25,6 +25,7 @@ struct Options {
   double quiet_wait_s = 0.0;  // --wait-quiet
   lngrad::Stores stores = lngrad::Stores::automatic;  // lngrad's pd_x stores
   bool verbose = false;
+  bool explain = false;  // a plan column: lngrad::describe_plan for each row
   bool help = false;
 };
 

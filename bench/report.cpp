@@ -72,8 +72,9 @@ void print_header(std::FILE* out, const RunInfo& info) {
 }
 
 void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows) {
-  std::fprintf(out, "%-12s %-9s %10s %8s %8s %7s %9s %9s %10s %12s %8s %9s %7s\n", "shape", "dtype", "lngrad ms", "GB/s",
-               "triad", "/triad", "vs oneDNN", "vs torch", "naive ms", "Melem/s/core", "work KiB", "agree", "spread");
+  std::fprintf(out, "%-12s %-9s %10s %8s %8s %7s %9s %9s %10s %12s %8s %9s %7s%s\n", "shape", "dtype", "lngrad ms", "GB/s",
+               "triad", "/triad", "vs oneDNN", "vs torch", "naive ms", "Melem/s/core", "work KiB", "agree", "spread",
+               info.explain ? "  plan" : "");
   std::map<std::string, std::set<std::string>> reasons;  // "name dtype" -> why n/a
   for (const Row& r : rows) {
     const Measurement& l = r.lngrad;
@@ -89,7 +90,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       if (m.wrong) wrong += std::string(wrong.empty() ? "" : ",") + n;
     }
     std::fprintf(
-        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %8.0f %9s %7s\n",
+        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %8.0f %9s %7s%s\n",
         (r.shape + (under_load(r, info.threads) ? " !" : "")).c_str(), lngrad::dtype_name(r.dtype),
         l.ran ? fmt("%.3f", l.median_s * 1e3).c_str() : "n/a",
         l.ran ? fmt("%.1f", gbs(r.bytes, l.median_s)).c_str() : "n/a", gbs(r.bytes, r.triad_s),
@@ -97,7 +98,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
         speedup_cell(r.torch, l).c_str(), r.naive.ran ? fmt("%.2f", r.naive.median_s * 1e3).c_str() : "n/a",
         l.ran ? fmt("%.0f", static_cast<double>(r.rows * r.h) / l.median_s / info.threads * 1e-6).c_str() : "n/a",
         r.workspace_bytes / 1024.0, wrong.empty() ? fmt("%.1e", worst).c_str() : ("WRONG:" + wrong).c_str(),
-        l.ran ? fmt("%.0f%%", l.spread * 100).c_str() : "n/a");
+        l.ran ? fmt("%.0f%%", l.spread * 100).c_str() : "n/a", info.explain ? ("  " + r.plan).c_str() : "");
   }
   std::fprintf(
       out,
@@ -106,6 +107,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       "work KiB: the scratch lngrad keeps for the shape (grad_workspace_bytes; no rows x H temporary).\n"
       "!: other processes used over a tenth of the threads' cores while the row was timed (unreliable).\n"
       "spread: lngrad's 90th minus 10th percentile time over its rounds, relative to the median.\n"
+      "plan (--explain): how lngrad ran the row, as lngrad::describe_plan reports it (docs/TUNING.md).\n"
       "agree: worst max|pd_x - ref| over 8 sampled rows against the float64 reference, relative to the largest\n"
       "|pd_x| or |dy*gamma*rstd| there (tolerance %.0e float32, %.0e float16, %.0e bfloat16).\n",
       info.tolerance_f32, info.tolerance_f16, info.tolerance_bf16);
@@ -244,7 +246,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
   }
   f << "shape,rows,h,dtype,bytes,beyond_llc_x3,triad_ms,triad_gbs,triad_stores";
   for (const char* n : kNames) f << ',' << n << "_ms," << n << "_min_ms," << n << "_gbs," << n << "_error";
-  f << ",lngrad_of_triad,speedup_onednn,speedup_torch,lngrad_melem_s_core,other_load_cores,onednn_impl,notes,lngrad_workspace_bytes,lngrad_spread\n";
+  f << ",lngrad_of_triad,speedup_onednn,speedup_torch,lngrad_melem_s_core,other_load_cores,onednn_impl,notes,lngrad_workspace_bytes,lngrad_spread,lngrad_plan\n";
   for (const Row& r : rows) {
     f << r.shape << ',' << r.rows << ',' << r.h << ',' << lngrad::dtype_name(r.dtype) << ',' << fmt("%.0f", r.bytes)
       << ',' << (r.beyond_llc ? 1 : 0) << ',' << csv_num(r.triad_s * 1e3, true) << ','
@@ -262,7 +264,8 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
       << csv_num(s_t, s_t > 0) << ','
       << csv_num(static_cast<double>(r.rows * r.h) / r.lngrad.median_s / info.threads * 1e-6, r.lngrad.ran) << ','
       << csv_num(r.other_load, r.other_load >= 0) << ',' << csv_quote(r.onednn.detail) << ',' << csv_quote(notes)
-      << ',' << fmt("%.0f", r.workspace_bytes) << ',' << csv_num(r.lngrad.spread, r.lngrad.ran) << '\n';
+      << ',' << fmt("%.0f", r.workspace_bytes) << ',' << csv_num(r.lngrad.spread, r.lngrad.ran) << ','
+      << csv_quote(r.plan) << '\n';
   }
   if (!f) throw std::runtime_error("--csv: writing '" + path + "' failed");
 }

@@ -35,6 +35,7 @@ struct Row {
   double steal = -1.0;       // cores stolen by the hypervisor meanwhile; -1 unknown
   double timed_s = 0.0;      // how long the row's calibration and rounds took
   double workspace_bytes = 0.0;  // lngrad::grad_workspace_bytes for the row
+  std::string plan;              // lngrad::describe_plan for the row
 };
 
 // Rows timed while other processes used more than a tenth of the threads'
@@ -49,6 +50,7 @@ struct RunInfo {
   double llc_share_bytes = 0.0;  // runtime::last_level_cache_bytes(): what lngrad counts on
   double tolerance_f32 = 0.0, tolerance_f16 = 0.0, tolerance_bf16 = 0.0;
   double other_load = -1.0, steal = -1.0;  // while rows were timed, in cores; -1 unknown
+  bool explain = false;                    // the table shows each row's plan
 };
 
 struct SmallShape {
