@@ -32,7 +32,7 @@ struct Options {
 // "automatic", "cached" or "streaming", as --stores takes them.
 const char* stores_name(lngrad::Stores stores);
 
-// The shapes of issue 4, in order.
+// The default shapes, in order.
 std::vector<ShapeArg> default_shapes();
 
 // Parses argv; throws std::invalid_argument naming the option, what it

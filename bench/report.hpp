@@ -1,5 +1,5 @@
 // What one run measured, and how it is printed: the table, the CSV and the
-// summary against issue 4's targets.
+// summary against the speed targets.
 #pragma once
 
 #include <cstdint>
