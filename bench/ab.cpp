@@ -1,0 +1,161 @@
+// lngrad-ab: two builds of lngrad timed against each other in one process.
+// Each build's static library is linked into a shared object (bench/ab.sh
+// does that) and loaded with dlopen; batches of calls alternate between the
+// two on the same buffers, so both see the same memory placement, page state
+// and machine load. On the shared VMs lngrad is tuned on, alternating whole
+// processes swung 10-40% where this put a build against itself within 1%.
+//
+//   lngrad-ab A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...
+//
+// prints, per shape, A's and B's median call time and the median of B/A.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lngrad/lngrad.hpp"
+
+namespace {
+
+using GradFn = void (*)(lngrad::ConstTensorView, lngrad::ConstTensorView, lngrad::ConstTensorView,
+                        lngrad::ConstTensorView, std::optional<lngrad::ConstTensorView>, lngrad::TensorView,
+                        lngrad::TensorView, lngrad::TensorView, const lngrad::GradOptions&);
+
+// lngrad::layer_norm_grad's name under the Itanium C++ ABI (GCC and clang).
+constexpr const char* kGradSymbol =
+    "_ZN6lngrad15layer_norm_gradENS_15ConstTensorViewES0_S0_S0_St8optionalIS0_ENS_10TensorViewES3_S3_RKNS_11GradOptionsE";
+
+GradFn load(const char* path) {
+  // RTLD_DEEPBIND: each object's calls stay inside it, so the two builds never mix.
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (handle == nullptr) {
+    std::fprintf(stderr, "lngrad-ab: %s\n", dlerror());
+    std::exit(1);
+  }
+  void* fn = dlsym(handle, kGradSymbol);
+  if (fn == nullptr) {
+    std::fprintf(stderr, "lngrad-ab: %s has no %s (the signature changed? update kGradSymbol)\n", path, kGradSymbol);
+    std::exit(1);
+  }
+  return reinterpret_cast<GradFn>(fn);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Shape {
+  std::int64_t rows = 0, h = 0;
+  lngrad::Dtype dtype = lngrad::Dtype::float32;
+  int threads = 1;
+};
+
+bool parse(const char* arg, Shape* s) {
+  char dtype[16] = {};
+  if (std::sscanf(arg, "%ldx%ld:%15[a-z0-9]:%d", &s->rows, &s->h, dtype, &s->threads) != 4) return false;
+  const std::string d = dtype;
+  if (d == "float32") {
+    s->dtype = lngrad::Dtype::float32;
+  } else if (d == "bfloat16") {
+    s->dtype = lngrad::Dtype::bfloat16;
+  } else if (d == "float16") {
+    s->dtype = lngrad::Dtype::float16;
+  } else {
+    return false;
+  }
+  return s->rows > 0 && s->h > 0 && s->threads > 0;
+}
+
+// 16-bit words of v: bfloat16 (upper half) or an IEEE half for small |v|.
+std::uint16_t half_bits(float v, lngrad::Dtype d) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &v, 4);
+  if (d == lngrad::Dtype::bfloat16) return static_cast<std::uint16_t>(u >> 16);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const int exp = static_cast<int>((u >> 23) & 0xff) - 127 + 15;
+  if (exp <= 0) return static_cast<std::uint16_t>(sign);
+  return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(exp) << 10) | ((u >> 13) & 0x3ffu));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: lngrad-ab A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...\n");
+    return 1;
+  }
+  const GradFn a = load(argv[1]), b = load(argv[2]);
+  const int rounds = std::atoi(argv[3]);
+  if (rounds < 1) {
+    std::fprintf(stderr, "lngrad-ab: ROUNDS: expected >= 1, given '%s'\n", argv[3]);
+    return 1;
+  }
+  for (int i = 4; i < argc; ++i) {
+    Shape s;
+    if (!parse(argv[i], &s)) {
+      std::fprintf(stderr, "lngrad-ab: expected ROWSxH:float32|bfloat16|float16:THREADS, given '%s'\n", argv[i]);
+      return 1;
+    }
+    const std::size_t n = static_cast<std::size_t>(s.rows * s.h), es = lngrad::dtype_size(s.dtype);
+    // 4 KiB-aligned tensors, as large allocations are.
+    auto alloc = [&] { return static_cast<char*>(std::aligned_alloc(4096, (n * es + 4095) / 4096 * 4096)); };
+    char *dy = alloc(), *x = alloc(), *pd_x = alloc();
+    for (std::size_t k = 0; k < n; ++k) {
+      const float d = static_cast<float>((k * 2654435761u) % 1000) / 500.f - 1.f;
+      const float v = static_cast<float>((k * 40503u) % 777) / 300.f;
+      if (es == 4) {
+        std::memcpy(dy + 4 * k, &d, 4);
+        std::memcpy(x + 4 * k, &v, 4);
+      } else {
+        const std::uint16_t dh = half_bits(d, s.dtype), vh = half_bits(v, s.dtype);
+        std::memcpy(dy + 2 * k, &dh, 2);
+        std::memcpy(x + 2 * k, &vh, 2);
+      }
+    }
+    std::vector<float> mean(static_cast<std::size_t>(s.rows), 1.2f), var(mean.size(), 0.5f);
+    std::vector<float> gamma(static_cast<std::size_t>(s.h), 1.1f), pd_gamma(gamma.size()), pd_beta(gamma.size());
+    const lngrad::Shape xs{s.rows, s.h}, rs{s.rows}, hs{s.h};
+    lngrad::GradOptions options;
+    options.num_threads = s.threads;
+    auto call = [&](GradFn f) {
+      f({dy, s.dtype, xs}, {x, s.dtype, xs}, {var.data(), lngrad::Dtype::float32, rs},
+        {mean.data(), lngrad::Dtype::float32, rs}, lngrad::ConstTensorView{gamma.data(), lngrad::Dtype::float32, hs},
+        {pd_x, s.dtype, xs}, {pd_gamma.data(), lngrad::Dtype::float32, hs},
+        {pd_beta.data(), lngrad::Dtype::float32, hs}, options);
+    };
+    // A batch: 2 warm-up calls, then the median of 5 samples of `inner` calls
+    // (about 4 M elements each).
+    const long inner = std::max(1L, 4000000L / static_cast<long>(n));
+    auto batch = [&](GradFn f) {
+      call(f);
+      call(f);
+      std::vector<double> t;
+      for (int r = 0; r < 5; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (long k = 0; k < inner; ++k) call(f);
+        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / inner);
+      }
+      return median(t);
+    };
+    std::vector<double> ta, tb, ratio;
+    for (int r = 0; r < rounds; ++r) {
+      ta.push_back(batch(a));
+      tb.push_back(batch(b));
+      ratio.push_back(tb.back() / ta.back());
+    }
+    std::printf("%-24s A %10.2f us  B %10.2f us  B/A %.3f (rounds %.3f .. %.3f)\n", argv[i], median(ta) * 1e6,
+                median(tb) * 1e6, median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                *std::max_element(ratio.begin(), ratio.end()));
+    std::free(dy);
+    std::free(x);
+    std::free(pd_x);
+  }
+  return 0;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Times two builds of lngrad against each other in one process (bench/ab.cpp).
+#   bench/ab.sh BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS...
+# BUILD_A and BUILD_B are build trees (each built at least with
+# `cmake --build DIR --target lngrad`), e.g. of two git worktrees; the
+# lngrad-ab driver comes from BUILD_A (target lngrad_ab).
+set -euo pipefail
+if (($# < 4)); then
+  echo "usage: bench/ab.sh BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS..." >&2
+  exit 2
+fi
+a=$1 b=$2
+shift 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for side in a b; do
+  dir=${!side}
+  lib=$dir/src/liblngrad.a
+  [[ -f $lib ]] || { echo "bench/ab.sh: no $lib (build the lngrad target there)" >&2; exit 2; }
+  g++ -shared -o "$tmp/$side.so" -Wl,--whole-archive "$lib" -Wl,--no-whole-archive -lhwy -lpthread
+done
+driver=$a/bench/lngrad-ab
+[[ -x $driver ]] || { echo "bench/ab.sh: no $driver (cmake --build $a --target lngrad_ab)" >&2; exit 2; }
+"$driver" "$tmp/a.so" "$tmp/b.so" "$@"
