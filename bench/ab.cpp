@@ -5,9 +5,11 @@
 // and machine load. On the shared VMs lngrad is tuned on, alternating whole
 // processes swung 10-40% where this put a build against itself within 1%.
 //
-//   lngrad-ab A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...
+//   lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...
 //
 // prints, per shape, A's and B's median call time and the median of B/A.
+// --plan-a/--plan-b set one side's plan override (LNGRAD_PLAN's syntax), so
+// one build can be timed against itself under two plans: a tuning rule's test.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -16,7 +18,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lngrad/lngrad.hpp"
@@ -31,12 +35,29 @@ using GradFn = void (*)(lngrad::ConstTensorView, lngrad::ConstTensorView, lngrad
 constexpr const char* kGradSymbol =
     "_ZN6lngrad15layer_norm_gradENS_15ConstTensorViewES0_S0_S0_St8optionalIS0_ENS_10TensorViewES3_S3_RKNS_11GradOptionsE";
 
-GradFn load(const char* path) {
+// The library's internal override of the plan (kernels::set_plan_override).
+constexpr const char* kPlanSymbol = "_ZN6lngrad7kernels17set_plan_overrideESt17basic_string_viewIcSt11char_traitsIcEE";
+using PlanFn = void (*)(std::string_view);
+
+GradFn load(const char* path, const char* plan) {
   // RTLD_DEEPBIND: each object's calls stay inside it, so the two builds never mix.
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (handle == nullptr) {
     std::fprintf(stderr, "lngrad-ab: %s\n", dlerror());
     std::exit(1);
+  }
+  if (plan != nullptr) {
+    void* set_plan = dlsym(handle, kPlanSymbol);
+    if (set_plan == nullptr) {
+      std::fprintf(stderr, "lngrad-ab: %s has no plan override (%s)\n", path, kPlanSymbol);
+      std::exit(1);
+    }
+    try {
+      reinterpret_cast<PlanFn>(set_plan)(plan);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lngrad-ab: %s\n", e.what());
+      std::exit(1);
+    }
   }
   void* fn = dlsym(handle, kGradSymbol);
   if (fn == nullptr) {
@@ -87,17 +108,23 @@ std::uint16_t half_bits(float v, lngrad::Dtype d) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: lngrad-ab A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...\n");
+  const char* plan[2] = {nullptr, nullptr};
+  int first = 1;
+  while (first + 1 < argc && (std::strcmp(argv[first], "--plan-a") == 0 || std::strcmp(argv[first], "--plan-b") == 0)) {
+    plan[argv[first][7] == 'a' ? 0 : 1] = argv[first + 1];
+    first += 2;
+  }
+  if (argc - first < 4) {
+    std::fprintf(stderr, "usage: lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...\n");
     return 1;
   }
-  const GradFn a = load(argv[1]), b = load(argv[2]);
-  const int rounds = std::atoi(argv[3]);
+  const GradFn a = load(argv[first], plan[0]), b = load(argv[first + 1], plan[1]);
+  const int rounds = std::atoi(argv[first + 2]);
   if (rounds < 1) {
-    std::fprintf(stderr, "lngrad-ab: ROUNDS: expected >= 1, given '%s'\n", argv[3]);
+    std::fprintf(stderr, "lngrad-ab: ROUNDS: expected >= 1, given '%s'\n", argv[first + 2]);
     return 1;
   }
-  for (int i = 4; i < argc; ++i) {
+  for (int i = first + 3; i < argc; ++i) {
     Shape s;
     if (!parse(argv[i], &s)) {
       std::fprintf(stderr, "lngrad-ab: expected ROWSxH:float32|bfloat16|float16:THREADS, given '%s'\n", argv[i]);

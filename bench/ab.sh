@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Times two builds of lngrad against each other in one process (bench/ab.cpp).
-#   bench/ab.sh BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS...
+#   bench/ab.sh [--plan-a SPEC] [--plan-b SPEC] BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS...
 # BUILD_A and BUILD_B are build trees (each built at least with
 # `cmake --build DIR --target lngrad`), e.g. of two git worktrees; the
 # lngrad-ab driver comes from BUILD_A (target lngrad_ab).
 set -euo pipefail
+plans=()
+while [[ ${1:-} == --plan-a || ${1:-} == --plan-b ]]; do
+  plans+=("$1" "$2")
+  shift 2
+done
 if (($# < 4)); then
   echo "usage: bench/ab.sh BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS..." >&2
   exit 2
@@ -21,4 +26,4 @@ for side in a b; do
 done
 driver=$a/bench/lngrad-ab
 [[ -x $driver ]] || { echo "bench/ab.sh: no $driver (cmake --build $a --target lngrad_ab)" >&2; exit 2; }
-"$driver" "$tmp/a.so" "$tmp/b.so" "$@"
+"$driver" "${plans[@]}" "$tmp/a.so" "$tmp/b.so" "$@"

@@ -99,8 +99,8 @@ TargetTraits Traits() {
 }
 
 const KernelTable* GetTable() {
-  static const KernelTable table = {hwy::TargetName(HWY_TARGET), Traits(), &GradRows, &BetaRowsInBlocks, &ForwardRows,
-                                    &AddF32, &AddF64, &ToF32, &FromF32};
+  static const KernelTable table = {hwy::TargetName(HWY_TARGET), &Traits, &GradRows, &BetaRowsInBlocks,
+                                    &ForwardRows, &AddF32, &AddF64, &ToF32, &FromF32};
   return &table;
 }
 
@@ -119,8 +119,8 @@ void FromF32NativeBf16(Dtype dtype, const float* src, void* dst, int64_t n) {
   FromF32(dtype, src, dst, n);
 }
 const KernelTable* GetNativeBf16Table() {
-  static const KernelTable table = {"AVX3_BF16", Traits(), &GradRowsNativeBf16, &BetaRowsInBlocks, &ForwardRowsNativeBf16,
-                                    &AddF32,     &AddF64,             &ToF32,    &FromF32NativeBf16};
+  static const KernelTable table = {"AVX3_BF16", &Traits,  &GradRowsNativeBf16, &BetaRowsInBlocks, &ForwardRowsNativeBf16,
+                                    &AddF32,     &AddF64,  &ToF32,              &FromF32NativeBf16};
   return &table;
 }
 #else

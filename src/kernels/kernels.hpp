@@ -76,7 +76,10 @@ struct BlockSums {
 
 struct KernelTable {
   const char* target;
-  TargetTraits traits;
+  // A function, not a value: every compiled target's table is built, also on
+  // CPUs that lack the target, and SVE's vector length is read by an SVE
+  // instruction.
+  TargetTraits (*traits)();
   // sums: null when no column sums are wanted.
   void (*grad_rows)(const GradArgs&, std::int64_t row_begin, std::int64_t row_end, const BlockSums* sums);
   // The rows' column sums of dy*res_for_gamma and dy, as grad_rows.

@@ -336,7 +336,7 @@ void set_plan_override(std::string_view spec) {
   override_slot() = parsed;
 }
 
-TargetTraits active_traits() { return active().traits; }
+TargetTraits active_traits() { return active().traits(); }
 
 CacheSizes machine_caches() { return {runtime::core_cache_bytes(), runtime::last_level_cache_bytes()}; }
 
