@@ -14,15 +14,26 @@
 namespace lngrad::test {
 namespace {
 
+// A plan override for the scope (LNGRAD_PLAN's syntax): the tests' small
+// problems fit the caches, where the plan does not fuse; these force it.
+class ScopedPlan {
+ public:
+  explicit ScopedPlan(const char* spec) { kernels::set_plan_override(spec); }
+  ~ScopedPlan() { kernels::set_plan_override(""); }
+  ScopedPlan(const ScopedPlan&) = delete;
+  ScopedPlan& operator=(const ScopedPlan&) = delete;
+};
+
 // The shortest rows the plan fuses (pass 1 of the next group inside pass 2)
-// on the active target; where it fuses none (16-bit rows with narrow
-// vectors), rows of 8 KiB.
+// on the active target once they come from beyond the LLC; where it fuses
+// none (16-bit rows with narrow vectors), rows of 8 KiB.
 std::int64_t shortest_fused_h(Dtype d) {
   kernels::PlanInputs in;
   in.dtype = d;
   in.rows = 64;
   in.target = kernels::active_traits();
   in.caches = kernels::machine_caches();
+  in.caches.llc = 0;  // every call beyond it
   for (in.h = 1; in.h <= 8192; ++in.h) {
     if (kernels::plan_grad(in).fused) return in.h;
   }
@@ -158,6 +169,7 @@ TEST_P(PerTarget, LongRowsOverlapTheNextGroupsFirstPass) {
   // one. Cover several groups, a short last group (43 rows in groups of 8, 4,
   // or 2 for float32; calls of 32 and 11 rows), H off the vector width so
   // segments and tails do not line up, and H whose rows just reach the limit.
+  const ScopedPlan fuse("fused=1");
   for (Dtype d : kDtypes) {
     const std::int64_t fused_h = shortest_fused_h(d);
     for (std::int64_t h : {fused_h, fused_h + 5, 2 * fused_h + 37}) {
@@ -173,7 +185,11 @@ TEST_P(PerTarget, CallsRunOnAcrossBlocksOfColumnSums) {
   // and shorter rows in groups of 8 and 4.
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
-    for (std::int64_t h : {shortest_fused_h(d), std::int64_t{40}, 1536 / elem}) check_grad({spec({1060, h}, 1, d)});
+    const std::int64_t fused_h = shortest_fused_h(d);
+    for (std::int64_t h : {fused_h, std::int64_t{40}, 1536 / elem}) {
+      const ScopedPlan fuse(h == fused_h ? "fused=1" : "");
+      check_grad({spec({1060, h}, 1, d)});
+    }
   }
 }
 
@@ -186,6 +202,7 @@ TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
     for (std::int64_t h : std::initializer_list<std::int64_t>{64, 96, 200, 8192 / elem}) {
+      const ScopedPlan fuse(h == 8192 / elem ? "fused=1" : "");
       for (int offset : {0, 16, 48}) {
         Case streamed{spec({13, h}, 1, d)};
         streamed.stores = Stores::streaming;
@@ -357,6 +374,7 @@ TEST_P(PerTarget, InPlaceMatchesOutOfPlace) {
   // both threads take rows).
   for (Dtype d : kDtypes) {
     for (Shape shape : {Shape{8, 70}, Shape{80, shortest_fused_h(d) + 5}}) {
+      const ScopedPlan fuse(shape[1] > 70 ? "fused=1" : "");
       Problem p = make_problem(spec(shape, 1, d));
       Buffer pd_x(d, p.rows * p.h), pd_gamma(d, p.h), pd_beta(d, p.h), gx_pd_x(d, p.rows * p.h),
           gx_res(d, p.rows * p.h);

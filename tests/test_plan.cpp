@@ -65,6 +65,13 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       {"bf16 4096x768 AVX-512", inputs(Dtype::bfloat16, 4096, 768, 2, kAvx512), 2, 8, false, false, 0, 0, 0},
       // Short float32 rows beyond the LLC: pairs, the group two ahead prefetched.
       {"f32 65536x128 AVX-512", inputs(Dtype::float32, 65536, 128, 2, kAvx512), 2, 2, false, true, 0, 0, 2},
+      // Rows from the caches do not fuse: bfloat16 in 8s, float32 in 4s.
+      {"bf16 16x4096 AVX-512 hot", inputs(Dtype::bfloat16, 16, 4096, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
+      {"f32 16x4096 AVX-512 hot", inputs(Dtype::float32, 16, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
+      // 50 MB, beyond the LLC: fused. 8 MB, inside it: not, the later group
+      // prefetched for float32 rows from beyond the L2s.
+      {"bf16 2048x4096 AVX-512", inputs(Dtype::bfloat16, 2048, 4096, 2, kAvx512), 2, 4, true, true, 4096, 0, 0},
+      {"f32 256x4096 AVX-512", inputs(Dtype::float32, 256, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 1},
       // Hot in one L2: row pairs of 6 KiB go in 8s, nothing prefetched or streamed.
       {"f32 64x768 AVX-512 hot", inputs(Dtype::float32, 64, 768, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
       // AVX2: 16-bit rows do not fuse and long ones go in pairs; the pair is

@@ -41,8 +41,10 @@ constexpr std::int64_t kNarrowLong16BitH = 1024;
 // ---- Fusing pass 1 of the next group into pass 2 of this one. ---------------------
 
 // From rows whose dy and x take this many bytes (half for 16-bit storage, so
-// H >= 1024 either way); shorter rows lose to the fused loop's per-row
-// bookkeeping.
+// H >= 1024 either way), and only while the rows come from beyond the LLC:
+// shorter rows lose to the fused loop's per-row bookkeeping, and rows from
+// the caches gain nothing from reading the next rows early but lose the
+// registers the fused loop takes.
 constexpr std::int64_t kFuseRowPairBytes = 8192;
 
 // ---- Prefetch. --------------------------------------------------------------------
@@ -231,7 +233,7 @@ GradPlan plan_grad(const PlanInputs& in) {
   // 16-bit rows with narrow vectors do not fuse: pass 2's pairs and pass 1's
   // six sums do not fit 16 registers together.
   const std::int64_t fuse_bytes = is16 ? kFuseRowPairBytes / 2 : kFuseRowPairBytes;
-  p.fused = (!is16 || !narrow(in.target)) && 2 * row_bytes >= fuse_bytes;
+  p.fused = (!is16 || !narrow(in.target)) && 2 * row_bytes >= fuse_bytes && far;
   apply(o.fused, &p.fused);
 
   if (narrow(in.target)) {
