@@ -28,11 +28,7 @@ class ScopedPlan {
 // on the active target once they come from beyond the LLC; where it fuses
 // none (16-bit rows with narrow vectors), rows of 8 KiB.
 std::int64_t shortest_fused_h(Dtype d) {
-  kernels::PlanInputs in;
-  in.dtype = d;
-  in.rows = 64;
-  in.target = kernels::active_traits();
-  in.caches = kernels::machine_caches();
+  kernels::PlanInputs in = kernels::machine_inputs(d, 64, 1, 1, Stores::automatic);
   in.caches.llc = 0;  // every call beyond it
   for (in.h = 1; in.h <= 8192; ++in.h) {
     if (kernels::plan_grad(in).fused) return in.h;

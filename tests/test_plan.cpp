@@ -166,8 +166,7 @@ TEST_F(Plan, BadOverridesAreRefusedAndChangeNothing) {
 
 TEST_F(Plan, DescribePlanReportsThisMachinesChoices) {
   // The public report is the plan of this machine's target and caches.
-  PlanInputs in = inputs(Dtype::bfloat16, 16384, 4096, 2, kernels::active_traits());
-  in.caches = kernels::machine_caches();
+  const PlanInputs in = kernels::machine_inputs(Dtype::bfloat16, 16384, 4096, 2, Stores::automatic);
   const std::string grad = describe_plan(Op::layer_norm_grad, 16384, 4096, Dtype::bfloat16, 2);
   EXPECT_EQ(grad, kernels::describe(kernels::plan_grad(in)));
   for (const char* key : {"threads=2 ", "group=", "fused=", "stream=", "prefetch_l1=", "prefetch_l2=", "ahead="}) {

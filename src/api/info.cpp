@@ -62,14 +62,8 @@ std::string describe_plan(Op op, std::int64_t rows, std::int64_t h, Dtype dtype,
     throw Error("describe_plan: rows and h: expected >= 1; given " + std::to_string(rows) + " and " + std::to_string(h));
   }
   if (num_threads < 0) throw Error("describe_plan: num_threads: expected >= 0; given " + std::to_string(num_threads));
-  kernels::PlanInputs in;
-  in.dtype = in.res_dtype = dtype;
-  in.rows = rows;
-  in.h = h;
-  in.threads = num_threads > 0 ? num_threads : runtime::available_cores();
-  in.stores = stores;
-  in.target = kernels::active_traits();
-  in.caches = kernels::machine_caches();
+  const kernels::PlanInputs in =
+      kernels::machine_inputs(dtype, rows, h, num_threads > 0 ? num_threads : runtime::available_cores(), stores);
   switch (op) {
     case Op::layer_norm_grad:
     case Op::layer_norm_grad_x: return kernels::describe(kernels::plan_grad(in));

@@ -201,16 +201,8 @@ void sum_columns(std::int64_t rows, std::int64_t h, int threads,
 // The plan's inputs for a call on rows x h of `dtype`, writing `out` (or null).
 kernels::PlanInputs plan_inputs(Dtype dtype, std::int64_t rows, std::int64_t h, int threads, Stores stores,
                                 const void* out) {
-  kernels::PlanInputs in;
-  in.dtype = dtype;
-  in.rows = rows;
-  in.h = h;
-  in.threads = threads;
-  in.stores = stores;
-  in.has_output = out != nullptr;
-  in.output_on_line = reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
-  in.target = kernels::active_traits();
-  in.caches = kernels::machine_caches();
+  kernels::PlanInputs in = kernels::machine_inputs(dtype, rows, h, threads, stores);
+  kernels::set_output(in, out);
   return in;
 }
 
@@ -402,7 +394,7 @@ namespace {
 template <typename A>
 void run_beta(kernels::BetaArgs args, std::int64_t rows, int threads, const TensorView& pd_gamma,
               const TensorView& pd_beta) {
-  kernels::PlanInputs in = plan_inputs(args.dy_dtype, rows, args.h, threads, Stores::automatic, nullptr);
+  kernels::PlanInputs in = kernels::machine_inputs(args.dy_dtype, rows, args.h, threads, Stores::automatic);
   in.res_dtype = args.res_dtype;
   const kernels::BetaPlan plan = kernels::plan_beta(in);
   args.group_rows = plan.group_rows;

@@ -3,6 +3,8 @@
 #include "kernels/plan.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -74,12 +76,12 @@ std::int64_t storage_bytes(Dtype d) { return static_cast<std::int64_t>(dtype_siz
 std::int64_t acc_bytes(Dtype d) { return d == Dtype::float64 ? 8 : 4; }
 bool narrow(const TargetTraits& t) { return t.vector_bytes < kCacheLine; }
 bool in_pairs(const PlanInputs& in) { return in.dtype == Dtype::bfloat16 && in.target.bf16_pairs; }
-// Elements of a whole column step: two vectors for bfloat16 pairs, and for
-// float16 in layer_norm_grad's pass 2 (f16_steps) where the target has them.
 // Lanes of one accumulator vector (one double on a one-float target).
 std::int64_t lanes(const PlanInputs& in) {
   return std::max<std::int64_t>(1, in.target.vector_bytes / acc_bytes(in.dtype));
 }
+// Elements of a whole column step: two vectors for bfloat16 pairs, and for
+// float16 in layer_norm_grad's pass 2 (f16_steps) where the target has them.
 std::int64_t step_elements(const PlanInputs& in, bool f16_steps) {
   const std::int64_t n = lanes(in);
   const bool two = in_pairs(in) || (f16_steps && in.dtype == Dtype::float16 && in.target.f16_pair_steps);
@@ -134,6 +136,7 @@ bool streamable(const PlanInputs& in, bool f16_steps, std::string* notes) {
 
 struct Override {
   std::optional<std::int64_t> threads, group, fused, stream, prefetch_l1, prefetch_l2, ahead;
+  bool any() const { return threads || group || fused || stream || prefetch_l1 || prefetch_l2 || ahead; }
 };
 
 std::optional<std::int64_t>* field(Override& o, std::string_view key) {
@@ -189,11 +192,19 @@ std::mutex& override_mutex() {
   static std::mutex m;
   return m;
 }
+// Whether any override is set: calls without one (all but experiments) then
+// take no lock on their way to the kernels.
+std::atomic<bool>& overridden() {
+  static std::atomic<bool> set{false};
+  return set;
+}
 Override& override_slot() {
   static Override o = [] {
     const char* env = std::getenv("LNGRAD_PLAN");
     try {
-      return env == nullptr ? Override{} : parse_override(env);
+      Override parsed = env == nullptr ? Override{} : parse_override(env);
+      overridden().store(parsed.any(), std::memory_order_release);
+      return parsed;
     } catch (const Error& e) {
       throw Error(std::string("LNGRAD_PLAN: ") + e.what());
     }
@@ -201,8 +212,22 @@ Override& override_slot() {
   return o;
 }
 Override current_override() {
+  static const bool env_read = (override_slot(), true);  // LNGRAD_PLAN, once
+  (void)env_read;
+  if (!overridden().load(std::memory_order_acquire)) return {};
   std::lock_guard<std::mutex> lock(override_mutex());
   return override_slot();
+}
+
+// The rules' thread count, or the override's.
+int threads_for(const PlanInputs& in, const Override& o) {
+  return o.threads ? static_cast<int>(*o.threads) : plan_threads(in.threads, in.rows, in.h);
+}
+
+// The call's store option, or the override's (stream=1: streaming, 0: cached).
+PlanInputs with_asked_stores(PlanInputs in, const Override& o) {
+  if (o.stream) in.stores = *o.stream != 0 ? Stores::streaming : Stores::cached;
+  return in;
 }
 
 template <typename T>
@@ -220,8 +245,7 @@ int plan_threads(int requested, std::int64_t rows, std::int64_t h) {
 GradPlan plan_grad(const PlanInputs& in) {
   GradPlan p;
   const Override o = current_override();
-  p.threads = plan_threads(in.threads, in.rows, in.h);
-  apply(o.threads, &p.threads);
+  p.threads = threads_for(in, o);
   const std::int64_t es = storage_bytes(in.dtype);
   const std::int64_t row_bytes = in.h * es;
   const bool is16 = es == 2;
@@ -272,9 +296,7 @@ GradPlan plan_grad(const PlanInputs& in) {
   }
   if (o.ahead) p.groups_ahead = *o.ahead != 0 ? GroupsAhead(p.group_rows * row_bytes) : 0;
 
-  PlanInputs asked = in;
-  if (o.stream) asked.stores = *o.stream != 0 ? Stores::streaming : Stores::cached;
-  bool stream = stream_wanted(asked, 3);
+  bool stream = stream_wanted(with_asked_stores(in, o), 3);
   if (stream) {
     // Streamed steps narrower than a float vector, or on narrow vectors under
     // kNarrowMinStreamBytes or to rows that alias in the L1, lost.
@@ -295,8 +317,7 @@ GradPlan plan_grad(const PlanInputs& in) {
 BetaPlan plan_beta(const PlanInputs& in) {
   BetaPlan p;
   const Override o = current_override();
-  p.threads = plan_threads(in.threads, in.rows, in.h);
-  apply(o.threads, &p.threads);
+  p.threads = threads_for(in, o);
   p.group_rows = group_for(in.h * (storage_bytes(in.dtype) + storage_bytes(in.res_dtype)));
   apply(o.group, &p.group_rows);
   return p;
@@ -305,11 +326,8 @@ BetaPlan plan_beta(const PlanInputs& in) {
 ForwardPlan plan_forward(const PlanInputs& in) {
   ForwardPlan p;
   const Override o = current_override();
-  p.threads = plan_threads(in.threads, in.rows, in.h);
-  apply(o.threads, &p.threads);
-  PlanInputs asked = in;
-  if (o.stream) asked.stores = *o.stream != 0 ? Stores::streaming : Stores::cached;
-  p.stream_y = stream_wanted(asked, 2) && streamable(in, false, &p.notes);  // x and y
+  p.threads = threads_for(in, o);
+  p.stream_y = stream_wanted(with_asked_stores(in, o), 2) && streamable(in, false, &p.notes);  // x and y
   return p;
 }
 
@@ -336,10 +354,24 @@ void set_plan_override(std::string_view spec) {
   Override parsed = parse_override(spec);  // throws before anything changes
   std::lock_guard<std::mutex> lock(override_mutex());
   override_slot() = parsed;
+  overridden().store(parsed.any(), std::memory_order_release);
 }
 
-TargetTraits active_traits() { return active().traits(); }
+PlanInputs machine_inputs(Dtype dtype, std::int64_t rows, std::int64_t h, int threads, Stores stores) {
+  PlanInputs in;
+  in.dtype = in.res_dtype = dtype;
+  in.rows = rows;
+  in.h = h;
+  in.threads = threads;
+  in.stores = stores;
+  in.target = active().traits();
+  in.caches = {runtime::core_cache_bytes(), runtime::last_level_cache_bytes()};
+  return in;
+}
 
-CacheSizes machine_caches() { return {runtime::core_cache_bytes(), runtime::last_level_cache_bytes()}; }
+void set_output(PlanInputs& in, const void* out) {
+  in.has_output = out != nullptr;
+  in.output_on_line = reinterpret_cast<std::uintptr_t>(out) % kCacheLine == 0;
+}
 
 }  // namespace lngrad::kernels

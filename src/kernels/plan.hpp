@@ -95,8 +95,10 @@ std::string describe(const ForwardPlan& p);
 // for the process ("" clears it); throws Error and keeps the old one.
 void set_plan_override(std::string_view spec);
 
-// The machine's inputs: the active target's traits and this machine's caches.
-TargetTraits active_traits();
-CacheSizes machine_caches();
+// A call on this machine: the active target's traits and this machine's
+// caches, the output taken to exist and to start on a cache line.
+PlanInputs machine_inputs(Dtype dtype, std::int64_t rows, std::int64_t h, int threads, Stores stores);
+// has_output and output_on_line from where the output goes (null: none).
+void set_output(PlanInputs& in, const void* out);
 
 }  // namespace lngrad::kernels
