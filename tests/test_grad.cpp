@@ -9,21 +9,14 @@
 #include <vector>
 
 #include "kernels/plan.hpp"
+#include "scoped_plan.hpp"
 #include "test_support.hpp"
 
 namespace lngrad::test {
 namespace {
 
-// A plan override for the scope (LNGRAD_PLAN's syntax): the tests' small
-// problems fit the caches, where the plan does not fuse; these force it.
-class ScopedPlan {
- public:
-  explicit ScopedPlan(const char* spec) { kernels::set_plan_override(spec); }
-  ~ScopedPlan() { kernels::set_plan_override(""); }
-  ScopedPlan(const ScopedPlan&) = delete;
-  ScopedPlan& operator=(const ScopedPlan&) = delete;
-};
-
+// The tests' small problems fit the caches, where the plan does not fuse;
+// ScopedPlan forces it.
 // The shortest rows the plan fuses (pass 1 of the next group inside pass 2)
 // on the active target once they come from beyond the LLC; where it fuses
 // none (16-bit rows with narrow vectors), rows of 8 KiB.

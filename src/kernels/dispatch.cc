@@ -92,7 +92,7 @@ void FromF32(Dtype dtype, const float* src, void* dst, int64_t n) {
 // What the plan's rules need to know of this target (see TargetTraits).
 TargetTraits Traits() {
   TargetTraits t;
-  t.vector_bytes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>()) * sizeof(float));
+  t.vector_bytes = static_cast<int64_t>(hn::Lanes(RowTag<float>()) * sizeof(float));
   t.bf16_pairs = kInPairs<bf16>;
   t.f16_pair_steps = kF16LineSteps<f16>;
   return t;
@@ -107,11 +107,11 @@ const KernelTable* GetTable() {
 #if LNGRAD_NATIVE_BF16
 // The AVX3_BF16 table: AVX3 with bfloat16 outputs stored by NativeBf16.
 void GradRowsNativeBf16(const GradArgs& args, int64_t b, int64_t e, const BlockSums* sums) {
-  if (args.dtype == Dtype::bfloat16) return GradRowsFor<hn::ScalableTag<float>, NativeBf16>(args, b, e, sums);
+  if (args.dtype == Dtype::bfloat16) return GradRowsFor<RowTag<float>, NativeBf16>(args, b, e, sums);
   GradRows(args, b, e, sums);
 }
 void ForwardRowsNativeBf16(const ForwardArgs& args, int64_t b, int64_t e) {
-  if (args.dtype == Dtype::bfloat16) return ForwardRowsT<hn::ScalableTag<float>, NativeBf16>(args, b, e);
+  if (args.dtype == Dtype::bfloat16) return ForwardRowsT<RowTag<float>, NativeBf16>(args, b, e);
   ForwardRows(args, b, e);
 }
 void FromF32NativeBf16(Dtype dtype, const float* src, void* dst, int64_t n) {

@@ -12,6 +12,7 @@
 #include "common/scalar.hpp"
 #include "kernels/convert-inl.h"
 #include "kernels/kernels.hpp"
+#include "kernels/row_sums-inl.h"
 
 #include <hwy/highway.h>
 
@@ -30,6 +31,7 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   const A* gamma = static_cast<const A*>(args.gamma);
   const A* beta = static_cast<const A*>(args.beta);
   const A inv_h = A(1) / static_cast<A>(h);
+  constexpr size_t C = SumClasses<DF>();
   // bfloat16 rows in (even, odd) pairs as in GradRowsT.
   constexpr bool kEvenOdd = kInPairs<T>;
   // Streamed y: whole stores (a pair for bfloat16) from a head of cached
@@ -57,47 +59,35 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   for (int64_t r = row_begin; r < row_end; ++r) {
     const T* x = static_cast<const T*>(args.x) + static_cast<size_t>(r) * h;
     T* y = static_cast<T*>(args.y) + static_cast<size_t>(r) * h;
-    // Two-pass (centred) statistics over the cached row.
-    auto sa = hn::Zero(df), sb = hn::Zero(df);
-    size_t j = 0;
-    for (; j + 2 * N <= h; j += 2 * N) {
-      hn::Vec<DF> a, b;
-      load2(x + j, a, b);
-      sa = hn::Add(sa, a);
-      sb = hn::Add(sb, b);
-    }
-    for (; j + N <= h; j += N) sa = hn::Add(sa, LoadAs(df, x + j));
-    if (j < h) sb = hn::Add(sb, LoadTail(df, x + j, h - j));
-    const A mean = hn::GetLane(hn::SumOfLanes(df, hn::Add(sa, sb))) * inv_h;
+    // Two-pass (centred) statistics over the cached row, each sum in the
+    // order of row_sums-inl.h (the same bits on every target with FMA).
+    const size_t whole = h / C * C;  // elements in whole chunks
+    const ChunkRest<DF, T> rest(x + whole, h - whole);
+    RowSums<DF, 1> sum;
+    ZeroSums(df, sum);
+    auto add_x = [&](size_t slot, hn::Vec<DF> v, size_t /* lanes */) HWY_ATTR __attribute__((always_inline)) {
+      AddToSum(df, sum, 0, slot, v);
+    };
+    for (size_t j = 0; j < whole; j += C) ForEachChunkVector(df, x + j, C, add_x);
+    if (whole < h) ForEachChunkVector(df, rest.lanes, h - whole, add_x);  // padding adds +0
+    const A mean = TotalOf(df, sum, 0) * inv_h;
     const auto vmean = hn::Set(df, mean);
-    sa = hn::Zero(df);
-    sb = hn::Zero(df);
-    j = 0;
-    if constexpr (kEvenOdd) {
-      for (; j + 2 * N <= h; j += 2 * N) {
-        hn::Vec<DF> a, b;
-        load2(x + j, a, b);
-        const auto xm_a = hn::Sub(a, vmean), xm_b = hn::Sub(b, vmean);
-        sa = hn::MulAdd(xm_a, xm_a, sa);
-        sb = hn::MulAdd(xm_b, xm_b, sb);
-      }
-    }
-    for (; j + N <= h; j += N) {
-      const auto xm = hn::Sub(LoadAs(df, x + j), vmean);
-      sa = hn::MulAdd(xm, xm, sa);
-    }
-    if (j < h) {
-      const auto xm = hn::IfThenElseZero(hn::FirstN(df, h - j), hn::Sub(LoadTail(df, x + j, h - j), vmean));
-      sb = hn::MulAdd(xm, xm, sb);
-    }
-    const A variance = hn::GetLane(hn::SumOfLanes(df, hn::Add(sa, sb))) * inv_h;
+    ZeroSums(df, sum);
+    auto add_squares = [&](size_t slot, hn::Vec<DF> v, size_t lanes) HWY_ATTR __attribute__((always_inline)) {
+      auto xm = hn::Sub(v, vmean);
+      if (lanes < N) xm = hn::IfThenElseZero(hn::FirstN(df, lanes), xm);  // padding
+      MulAddToSum(df, sum, 0, slot, xm, xm);
+    };
+    for (size_t j = 0; j < whole; j += C) ForEachChunkVector(df, x + j, C, add_squares);
+    if (whole < h) ForEachChunkVector(df, rest.lanes, h - whole, add_squares);
+    const A variance = TotalOf(df, sum, 0) * inv_h;
     const A rstd = A(1) / std::sqrt(variance + static_cast<A>(args.epsilon));
     const auto vrstd = hn::Set(df, rstd);
     // y = (x - mean)*rstd*gamma + beta
     auto y_of = [&](hn::Vec<DF> xv, hn::Vec<DF> g, hn::Vec<DF> b) HWY_ATTR __attribute__((always_inline)) {
       return hn::MulAdd(hn::Mul(hn::Sub(xv, vmean), vrstd), g, b);
     };
-    j = 0;
+    size_t j = 0;
     // Elements [j, end) in element order with cached stores: the head, and
     // what follows the whole stores.
     auto cached_up_to = [&](size_t end) HWY_ATTR __attribute__((always_inline)) {
@@ -133,10 +123,10 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
 
 void ForwardRows(const ForwardArgs& args, int64_t b, int64_t e) {
   switch (args.dtype) {
-    case Dtype::float64: return ForwardRowsT<hn::ScalableTag<double>, double>(args, b, e);
-    case Dtype::float32: return ForwardRowsT<hn::ScalableTag<float>, float>(args, b, e);
-    case Dtype::float16: return ForwardRowsT<hn::ScalableTag<float>, f16>(args, b, e);
-    case Dtype::bfloat16: return ForwardRowsT<hn::ScalableTag<float>, bf16>(args, b, e);
+    case Dtype::float64: return ForwardRowsT<RowTag<double>, double>(args, b, e);
+    case Dtype::float32: return ForwardRowsT<RowTag<float>, float>(args, b, e);
+    case Dtype::float16: return ForwardRowsT<RowTag<float>, f16>(args, b, e);
+    case Dtype::bfloat16: return ForwardRowsT<RowTag<float>, bf16>(args, b, e);
   }
 }
 

@@ -26,12 +26,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
 #include "common/scalar.hpp"
 #include "kernels/convert-inl.h"
 #include "kernels/kernels.hpp"
+#include "kernels/row_sums-inl.h"
 
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
@@ -48,18 +50,6 @@
 #endif
 #ifndef LNGRAD_SANITIZED
 #define LNGRAD_SANITIZED 0
-#endif
-
-// GradRowsT's pass-1 sums: a struct of vectors on x86; elsewhere a struct of
-// references to local vectors. SVE vectors are sizeless types, which cannot
-// be members, and on NEON the implicit constructor of a struct of vectors
-// lacks the target attribute its members' constructors need ("inlining
-// failed ... target specific option mismatch").
-#undef LNGRAD_SUMS_BY_REFERENCE
-#if HWY_ARCH_X86
-#define LNGRAD_SUMS_BY_REFERENCE 0
-#else
-#define LNGRAD_SUMS_BY_REFERENCE 1
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -154,75 +144,59 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     A mean, rstd, g_scale, xhat_scale, offset;
   };
 
-  // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm). Vectors alternate
-  // between two accumulator sets (even vectors: a, odd: b, the tail: b) to
-  // keep the FMA pipes busy; the partition depends on H alone.
+  // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm), each in the order of
+  // row_sums-inl.h (the same bits on every target with FMA), over chunks of
+  // C elements; a row's last, partial chunk goes through zero-padded copies.
   using V = hn::Vec<DF>;
-#if LNGRAD_SUMS_BY_REFERENCE
-  struct Sums {
-    V &s1a, &s2a, &s3a, &s1b, &s2b, &s3b;
-  };
-#else
-  struct Sums {
-    V s1a, s2a, s3a, s1b, s2b, s3b;
-  };
-#endif
+  using Sums = RowSums<DF, 3>;
+  constexpr size_t C = SumClasses<DF>();
+  const size_t M = ChunkVectors(df);
+  enum : size_t { kS1, kS2, kS3 };
+  // gamma of the last, partial chunk, zero-padded and in chunk order.
+  alignas(64) A gamma_rest[C] = {};
+  if (h % C != 0) {
+    alignas(64) A padded[C] = {};
+    std::memcpy(padded, gamma + h / C * C, h % C * sizeof(A));
+    if constexpr (kPairs) {
+      PairOrdered(df, padded, C, 0, gamma_rest);
+    } else {
+      std::memcpy(gamma_rest, padded, sizeof(padded));
+    }
+  }
   auto begin_row = [&](int64_t r, Sums& sums) HWY_ATTR __attribute__((always_inline)) {
     Row row{};
     row.mean = static_cast<A>(load_scalar(args.mean, args.stat_dtype, r));
     const A stat = static_cast<A>(load_scalar(args.stat, args.stat_dtype, r));
     row.rstd = args.stat_is_rstd ? stat : A(1) / std::sqrt(stat + static_cast<A>(args.epsilon));
-    sums.s1a = sums.s2a = sums.s3a = sums.s1b = sums.s2b = sums.s3b = hn::Zero(df);
+    ZeroSums(df, sums);
     return row;
   };
-  // Two whole vectors at j (an even vector index) of the row at dy, x.
-  auto stats_pair = [&](const T* dy, const T* x, size_t j, V vmean, Sums& s) HWY_ATTR
+  // The chunk at dy, x (gamma at gam, in chunk order); elements from `valid`
+  // on are padding (zero dy and gamma), their xm masked off when kMasked.
+  auto stats_chunk = [&](const T* dy, const T* x, const A* gam, V vmean, Sums& s, auto masked, size_t valid) HWY_ATTR
       __attribute__((always_inline)) {
-    V x0, x1, d0, d1;
-    if constexpr (kPairs) {
-      LoadPairAs(df, x + j, x0, x1);
-      LoadPairAs(df, dy + j, d0, d1);
-    } else {
-      x0 = LoadAs(df, x + j);
-      d0 = LoadAs(df, dy + j);
-      x1 = LoadAs(df, x + j + N);
-      d1 = LoadAs(df, dy + j + N);
-    }
-    const auto xm0 = hn::Sub(x0, vmean);
-    const auto g0 = hn::Mul(d0, hn::LoadU(df, gamma1 + j));
-    const auto xm1 = hn::Sub(x1, vmean);
-    const auto g1 = hn::Mul(d1, hn::LoadU(df, gamma1 + j + N));
-    s.s1a = hn::Add(s.s1a, g0);
-    s.s2a = hn::MulAdd(g0, xm0, s.s2a);
-    s.s3a = hn::Add(s.s3a, xm0);
-    s.s1b = hn::Add(s.s1b, g1);
-    s.s2b = hn::MulAdd(g1, xm1, s.s2b);
-    s.s3b = hn::Add(s.s3b, xm1);
+    ForEachChunkVector(df, dy, x, valid, [&](size_t slot, V d, V xv, size_t at, size_t lanes) HWY_ATTR
+                       __attribute__((always_inline)) {
+      auto xm = hn::Sub(xv, vmean);
+      if constexpr (decltype(masked)::value) xm = hn::IfThenElseZero(hn::FirstN(df, lanes), xm);
+      const auto g = hn::Mul(d, hn::LoadU(df, gam + at));
+      AddToSum(df, s, kS1, slot, g);
+      MulAddToSum(df, s, kS2, slot, g, xm);
+      AddToSum(df, s, kS3, slot, xm);
+    });
   };
-  // The rest of the row from j (an even vector index), then its coefficients.
+  // The rest of the row from j (a multiple of C), then its coefficients.
   auto finish_row = [&](Row& row, const T* dy, const T* x, size_t j, Sums& s) HWY_ATTR
       __attribute__((always_inline)) {
     const auto vmean = hn::Set(df, row.mean);
-    for (; j + 2 * N <= h; j += 2 * N) stats_pair(dy, x, j, vmean, s);
-    if (j + N <= h) {
-      const auto xm = hn::Sub(LoadAs(df, x + j), vmean);
-      const auto g = hn::Mul(LoadAs(df, dy + j), hn::LoadU(df, gamma1 + j));
-      s.s1a = hn::Add(s.s1a, g);
-      s.s2a = hn::MulAdd(g, xm, s.s2a);
-      s.s3a = hn::Add(s.s3a, xm);
-      j += N;
-    }
+    for (; j + C <= h; j += C) stats_chunk(dy + j, x + j, gamma1 + j, vmean, s, std::false_type(), C);
     if (j < h) {
-      const size_t n = h - j;
-      const auto xm = hn::IfThenElseZero(hn::FirstN(df, n), hn::Sub(LoadTail(df, x + j, n), vmean));
-      const auto g = hn::Mul(LoadTail(df, dy + j, n), LoadTail(df, gamma1 + j, n));
-      s.s1b = hn::Add(s.s1b, g);
-      s.s2b = hn::MulAdd(g, xm, s.s2b);
-      s.s3b = hn::Add(s.s3b, xm);
+      const ChunkRest<DF, T> dy_rest(dy + j, h - j), x_rest(x + j, h - j);
+      stats_chunk(dy_rest.lanes, x_rest.lanes, gamma_rest, vmean, s, std::true_type(), h - j);
     }
-    const A s1 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s.s1a, s.s1b)));
-    const A s2 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s.s2a, s.s2b)));
-    const A s3 = hn::GetLane(hn::SumOfLanes(df, hn::Add(s.s3a, s.s3b)));
+    const A s1 = TotalOf(df, s, kS1);
+    const A s2 = TotalOf(df, s, kS2);
+    const A s3 = TotalOf(df, s, kS3);
     const A c = -(row.rstd * s2) * inv_h;
     const A mean_g = s1 * inv_h;
     const A mean_xhat = row.rstd * s3 * inv_h;
@@ -235,12 +209,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     row.offset = -(row.rstd * (mean_g + c * mean_xhat)) * unless_h1;
   };
   auto pass1 = [&](int64_t r) HWY_ATTR __attribute__((always_inline)) {
-#if LNGRAD_SUMS_BY_REFERENCE
-    V s1a, s2a, s3a, s1b, s2b, s3b;
-    Sums sums{s1a, s2a, s3a, s1b, s2b, s3b};
-#else
     Sums sums;
-#endif
     Row row = begin_row(r, sums);
     const size_t at = static_cast<size_t>(r) * h;
     finish_row(row, dy_base + at, x_base + at, 0, sums);
@@ -420,13 +389,13 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     const size_t next_rows = fused && n0 < row_end ? group_at(n0) : 0;
     if (head != 0) rest_columns(0, head);
     const size_t row_vectors = h / N;
-    // The lines `distance` bytes past pass 1's next two vectors at element
-    // `from` of dy and x (into the L2 or the L1); prefetches stay inside this
-    // call's rows.
+    // The lines `distance` bytes past pass 1's next chunk at element `from`
+    // of dy and x (into the L2 or the L1); prefetches stay inside this call's
+    // rows.
     const size_t prefetch_limit = static_cast<size_t>(row_end) * h;
     auto prefetch_ahead = [&](size_t from, size_t distance, bool to_l2) HWY_ATTR __attribute__((always_inline)) {
-      if (from + (distance + 2 * N * sizeof(T)) / sizeof(T) > prefetch_limit) return;
-      for (size_t b = distance; b < distance + 2 * N * sizeof(T); b += 64) {
+      if (from + (distance + C * sizeof(T)) / sizeof(T) > prefetch_limit) return;
+      for (size_t b = distance; b < distance + C * sizeof(T); b += 64) {
         const char* d = reinterpret_cast<const char*>(dy_base + from) + b;
         const char* x = reinterpret_cast<const char*>(x_base + from) + b;
         if (to_l2) {
@@ -447,26 +416,21 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         const size_t at = static_cast<size_t>(n0) * h + q * h;
         const T* ndy = dy_base + at;
         const T* nx = x_base + at;
-#if LNGRAD_SUMS_BY_REFERENCE
-        V s1a, s2a, s3a, s1b, s2b, s3b;
-        Sums sums{s1a, s2a, s3a, s1b, s2b, s3b};
-#else
         Sums sums;
-#endif
         coef_next[q] = begin_row(n0 + static_cast<int64_t>(q), sums);
         const auto vmean = hn::Set(df, coef_next[q].mean);
         const size_t segment_end = steps * (q + 1) / next_rows;
         const size_t segment = segment_end - t;
         size_t per_step = segment == 0 ? row_vectors : (row_vectors + segment - 1) / segment;
-        per_step = HWY_MAX(size_t{2}, (per_step + 1) & ~size_t{1});
+        per_step = HWY_MAX(M, (per_step + M - 1) / M * M);  // whole chunks
         const size_t fused_steps = HWY_MIN(segment, row_vectors / per_step);
         size_t j1 = 0;
         for (size_t i = 0; i < fused_steps; ++i, ++t) {
           whole_step(t, stream_now, row_count);
-          for (size_t p = 0; p < per_step; p += 2, j1 += 2 * N) {
+          for (size_t p = 0; p < per_step; p += M, j1 += C) {
             prefetch_ahead(at + j1, prefetch_l1_bytes, false);
             if (prefetch_l2) prefetch_ahead(at + j1, prefetch_l2_bytes, true);
-            stats_pair(ndy, nx, j1, vmean, sums);
+            stats_chunk(ndy + j1, nx + j1, gamma1 + j1, vmean, sums, std::false_type(), C);
           }
         }
         for (; t < segment_end; ++t) whole_step(t, stream_now, row_count);
@@ -541,10 +505,10 @@ void GradRowsFor(const GradArgs& args, int64_t b, int64_t e, const BlockSums* su
 
 void GradRows(const GradArgs& args, int64_t b, int64_t e, const BlockSums* sums) {
   switch (args.dtype) {
-    case Dtype::float64: return GradRowsFor<hn::ScalableTag<double>, double>(args, b, e, sums);
-    case Dtype::float32: return GradRowsFor<hn::ScalableTag<float>, float>(args, b, e, sums);
-    case Dtype::float16: return GradRowsFor<hn::ScalableTag<float>, f16>(args, b, e, sums);
-    case Dtype::bfloat16: return GradRowsFor<hn::ScalableTag<float>, bf16>(args, b, e, sums);
+    case Dtype::float64: return GradRowsFor<RowTag<double>, double>(args, b, e, sums);
+    case Dtype::float32: return GradRowsFor<RowTag<float>, float>(args, b, e, sums);
+    case Dtype::float16: return GradRowsFor<RowTag<float>, f16>(args, b, e, sums);
+    case Dtype::bfloat16: return GradRowsFor<RowTag<float>, bf16>(args, b, e, sums);
   }
 }
 

@@ -1,0 +1,205 @@
+// Row sums in one fixed order on every target with FMA, whatever its vector
+// width: pass 1 of layer_norm_grad and layer_norm's statistics give the same
+// bits on AVX-512, AVX2, NEON and SVE at any vector length.
+//
+// The order (docs/PERFORMANCE.md, "The same bits on every target"):
+//   - a row's element e goes to running sum (class) e mod C, where C is 128
+//     bytes of lanes (32 floats, 16 doubles); each class adds its elements in
+//     row order, from +0, with one FMA where the formula has a product;
+//   - the C class sums then fold by halves, s[l] += s[l + C/2], down to one.
+// A target holds the classes as C/N vectors of N lanes. Elements in order:
+// vector i holds classes [iN, iN + N). bfloat16 read in (even, odd) pairs:
+// pair p's even elements are vector p, its odd ones vector p + C/2N, so that
+// the first fold adds element 2l to 2l + 1; its order is the same on every
+// target that reads bfloat16 in pairs (all but the scalar one).
+// Targets without FMA (SSE4, SSSE3, the scalar one) round products apart and
+// differ in the last bits anyway; they keep two vectors of classes.
+// Per-target code: included by dispatch.cc once per Highway target.
+#if defined(LNGRAD_KERNELS_ROW_SUMS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LNGRAD_KERNELS_ROW_SUMS_INL_H_
+#undef LNGRAD_KERNELS_ROW_SUMS_INL_H_
+#else
+#define LNGRAD_KERNELS_ROW_SUMS_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstring>
+
+#include "kernels/convert-inl.h"
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace lngrad {
+namespace kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The tag of the row kernels: at most 64 bytes, so that a vector never holds
+// more lanes than there are classes (SVE vectors may be up to 256 bytes).
+template <typename A>
+using RowTag = hn::CappedTag<A, 64 / sizeof(A)>;
+
+// C, the number of classes of a row sum.
+template <class DF>
+constexpr size_t SumClasses() {
+#if HWY_NATIVE_FMA
+  return 128 / sizeof(hn::TFromD<DF>);
+#else
+  return 2 * hn::MaxLanes(DF());
+#endif
+}
+
+// Vectors per chunk of C elements (C/N).
+template <class DF>
+HWY_INLINE size_t ChunkVectors(DF df) {
+  return SumClasses<DF>() / hn::Lanes(df);
+}
+
+#if HWY_HAVE_SCALABLE
+// S row sums of C classes each, in memory: SVE vectors are sizeless and
+// cannot be array elements.
+template <class DF, size_t S>
+using RowSums = hn::TFromD<DF>[S][SumClasses<DF>()];
+
+template <class DF, size_t S>
+HWY_INLINE hn::Vec<DF> GetSum(DF df, const RowSums<DF, S>& sums, size_t s, size_t i) {
+  return hn::LoadU(df, sums[s] + i * hn::Lanes(df));
+}
+template <class DF, size_t S>
+HWY_INLINE void PutSum(DF df, RowSums<DF, S>& sums, size_t s, size_t i, hn::Vec<DF> v) {
+  hn::StoreU(v, df, sums[s] + i * hn::Lanes(df));
+}
+#else
+// S row sums as C/N vectors each (a plain array: on NEON a struct of vectors
+// gets a constructor without the target's attributes).
+template <class DF, size_t S>
+using RowSums = hn::Vec<DF>[S][SumClasses<DF>() / hn::MaxLanes(DF())];
+
+template <class DF, size_t S>
+HWY_INLINE hn::Vec<DF> GetSum(DF /* df */, const RowSums<DF, S>& sums, size_t s, size_t i) {
+  return sums[s][i];
+}
+template <class DF, size_t S>
+HWY_INLINE void PutSum(DF /* df */, RowSums<DF, S>& sums, size_t s, size_t i, hn::Vec<DF> v) {
+  sums[s][i] = v;
+}
+#endif
+
+template <class DF, size_t S>
+HWY_INLINE void ZeroSums(DF df, RowSums<DF, S>& sums) {
+  const size_t M = ChunkVectors(df);
+  for (size_t s = 0; s < S; ++s) {
+    for (size_t i = 0; i < M; ++i) PutSum(df, sums, s, i, hn::Zero(df));
+  }
+}
+
+// Class vector i of sum s += v, and += a*b.
+template <class DF, size_t S>
+HWY_INLINE void AddToSum(DF df, RowSums<DF, S>& sums, size_t s, size_t i, hn::Vec<DF> v) {
+  PutSum(df, sums, s, i, hn::Add(GetSum(df, sums, s, i), v));
+}
+template <class DF, size_t S>
+HWY_INLINE void MulAddToSum(DF df, RowSums<DF, S>& sums, size_t s, size_t i, hn::Vec<DF> a, hn::Vec<DF> b) {
+  PutSum(df, sums, s, i, hn::MulAdd(a, b, GetSum(df, sums, s, i)));
+}
+
+#if !HWY_HAVE_SCALABLE
+// The lanes of v folded by halves, as SumOfLanes does on x86 (which it does
+// not promise).
+template <class D>
+HWY_INLINE hn::TFromD<D> FoldLanes(D d, hn::Vec<D> v) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)d;
+  return hn::GetLane(v);
+#else
+  if constexpr (hn::MaxLanes(D()) == 1) {
+    (void)d;
+    return hn::GetLane(v);
+  } else {
+    const hn::Half<D> dh;
+    return FoldLanes(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+#endif
+}
+#endif
+
+// The elements [0, C) at a and b (C = SumClasses) as vectors with their class
+// slots: f(slot, va, vb, at, lanes), where `at` is the vector's offset in a
+// chunk-ordered copy of a third operand (gamma) and `lanes` how many of its
+// lanes hold elements below `valid` (the rest is padding).
+template <class DF, typename T, class F>
+HWY_INLINE void ForEachChunkVector(DF df, const T* a, const T* b, size_t valid, const F& f) {
+  const size_t N = hn::Lanes(df), M = ChunkVectors(df);
+  auto below = [valid](size_t at) { return valid > at ? valid - at : 0; };
+  if constexpr (kInPairs<T>) {
+    for (size_t q = 0; q < M / 2; ++q) {
+      const size_t at = 2 * q * N;
+      hn::Vec<DF> a_even, a_odd, b_even, b_odd;
+      LoadPairAs(df, a + at, a_even, a_odd);
+      LoadPairAs(df, b + at, b_even, b_odd);
+      f(q, a_even, b_even, at, (below(at) + 1) / 2);
+      f(q + M / 2, a_odd, b_odd, at + N, below(at) / 2);
+    }
+  } else {
+    for (size_t i = 0; i < M; ++i) f(i, LoadAs(df, a + i * N), LoadAs(df, b + i * N), i * N, below(i * N));
+  }
+}
+// The same for the elements at a alone: f(slot, va, lanes).
+template <class DF, typename T, class F>
+HWY_INLINE void ForEachChunkVector(DF df, const T* a, size_t valid, const F& f) {
+  const size_t N = hn::Lanes(df), M = ChunkVectors(df);
+  auto below = [valid](size_t at) { return valid > at ? valid - at : 0; };
+  if constexpr (kInPairs<T>) {
+    for (size_t q = 0; q < M / 2; ++q) {
+      const size_t at = 2 * q * N;
+      hn::Vec<DF> even, odd;
+      LoadPairAs(df, a + at, even, odd);
+      f(q, even, (below(at) + 1) / 2);
+      f(q + M / 2, odd, below(at) / 2);
+    }
+  } else {
+    for (size_t i = 0; i < M; ++i) f(i, LoadAs(df, a + i * N), below(i * N));
+  }
+}
+
+// C elements from p on, zero-padded past the n < C left of a row.
+template <class DF, typename T>
+struct ChunkRest {
+  T lanes[SumClasses<DF>()] = {};
+  ChunkRest(const T* p, size_t n) { std::memcpy(static_cast<void*>(lanes), p, n * sizeof(T)); }
+};
+
+// Sum s, its classes folded by halves.
+template <class DF, size_t S>
+HWY_INLINE hn::TFromD<DF> TotalOf(DF df, const RowSums<DF, S>& sums, size_t s) {
+#if HWY_HAVE_SCALABLE
+  (void)df;
+  hn::TFromD<DF> c[SumClasses<DF>()];
+  for (size_t l = 0; l < SumClasses<DF>(); ++l) c[l] = sums[s][l];
+  for (size_t w = SumClasses<DF>() / 2; w != 0; w /= 2) {
+    for (size_t l = 0; l < w; ++l) c[l] += c[l + w];
+  }
+  return c[0];
+#else
+  constexpr size_t kM = SumClasses<DF>() / hn::MaxLanes(DF());
+  if constexpr (kM == 1) {
+    return FoldLanes(df, sums[s][0]);
+  } else {
+    hn::Vec<DF> v[kM / 2];
+    for (size_t i = 0; i < kM / 2; ++i) v[i] = hn::Add(sums[s][i], sums[s][i + kM / 2]);
+    for (size_t w = kM / 4; w != 0; w /= 2) {
+      for (size_t i = 0; i < w; ++i) v[i] = hn::Add(v[i], v[i + w]);
+    }
+    return FoldLanes(df, v[0]);
+  }
+#endif
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace kernels
+}  // namespace lngrad
+HWY_AFTER_NAMESPACE();
+
+#endif  // LNGRAD_KERNELS_ROW_SUMS_INL_H_
