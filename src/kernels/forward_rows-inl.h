@@ -32,6 +32,7 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   const A* beta = static_cast<const A*>(args.beta);
   const A inv_h = A(1) / static_cast<A>(h);
   constexpr size_t C = SumClasses<DF>();
+  using Sum = RowSums<DF, 1>;
   // bfloat16 rows in (even, odd) pairs as in GradRowsT.
   constexpr bool kEvenOdd = kInPairs<T>;
   // Streamed y: whole stores (a pair for bfloat16) from a head of cached
@@ -63,7 +64,7 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
     // order of row_sums-inl.h (the same bits on every target with FMA).
     const size_t whole = h / C * C;  // elements in whole chunks
     const ChunkRest<DF, T> rest(x + whole, h - whole);
-    RowSums<DF, 1> sum;
+    Sum sum;
     ZeroSums(df, sum);
     auto add_x = [&](size_t slot, hn::Vec<DF> v, size_t /* lanes */) HWY_ATTR __attribute__((always_inline)) {
       AddToSum(df, sum, 0, slot, v);

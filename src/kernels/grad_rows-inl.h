@@ -163,7 +163,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       std::memcpy(gamma_rest, padded, sizeof(padded));
     }
   }
-  auto begin_row = [&](int64_t r, Sums& sums) HWY_ATTR __attribute__((always_inline)) {
+  auto begin_row = [&](int64_t r, auto& sums) HWY_ATTR __attribute__((always_inline)) {
     Row row{};
     row.mean = static_cast<A>(load_scalar(args.mean, args.stat_dtype, r));
     const A stat = static_cast<A>(load_scalar(args.stat, args.stat_dtype, r));
@@ -173,7 +173,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   };
   // The chunk at dy, x (gamma at gam, in chunk order); elements from `valid`
   // on are padding (zero dy and gamma), their xm masked off when kMasked.
-  auto stats_chunk = [&](const T* dy, const T* x, const A* gam, V vmean, Sums& s, auto masked, size_t valid) HWY_ATTR
+  auto stats_chunk = [&](const T* dy, const T* x, const A* gam, V vmean, auto& s, auto masked, size_t valid) HWY_ATTR
       __attribute__((always_inline)) {
     ForEachChunkVector(df, dy, x, valid, [&](size_t slot, V d, V xv, size_t at, size_t lanes) HWY_ATTR
                        __attribute__((always_inline)) {
@@ -186,7 +186,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     });
   };
   // The rest of the row from j (a multiple of C), then its coefficients.
-  auto finish_row = [&](Row& row, const T* dy, const T* x, size_t j, Sums& s) HWY_ATTR
+  auto finish_row = [&](Row& row, const T* dy, const T* x, size_t j, auto& s) HWY_ATTR
       __attribute__((always_inline)) {
     const auto vmean = hn::Set(df, row.mean);
     for (; j + C <= h; j += C) stats_chunk(dy + j, x + j, gamma1 + j, vmean, s, std::false_type(), C);
