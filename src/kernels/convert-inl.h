@@ -45,23 +45,24 @@ template <class DF>
 HWY_INLINE hn::Vec<DF> LoadAs(DF df, const double* p) {
   return hn::LoadU(df, p);
 }
+// Decode: 16-bit storage lanes (as uint16_t) as a float vector.
 template <class DF>
-HWY_INLINE hn::Vec<DF> LoadAs(DF df, const bf16* p) {
+using Bits16 = hn::Vec<hn::Rebind<uint16_t, DF>>;
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> DecodeAs(DF df, Bits16<DF> bits, const bf16* /* tag */) {
   const hn::RebindToUnsigned<DF> du32;
-  const hn::Rebind<uint16_t, DF> du16;
-  const auto bits = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
-  return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, bits)));
 }
 template <class DF>
-HWY_INLINE hn::Vec<DF> LoadAs(DF df, const f16* p) {
+HWY_INLINE hn::Vec<DF> DecodeAs(DF df, Bits16<DF> bits, const f16* /* tag */) {
 #if LNGRAD_HW_F16
   const hn::Rebind<f16, DF> df16;
-  return hn::PromoteTo(df, hn::LoadU(df16, p));
+  return hn::PromoteTo(df, hn::BitCast(df16, bits));
 #else
   const hn::RebindToUnsigned<DF> du32;
   const hn::RebindToSigned<DF> di32;
-  const hn::Rebind<uint16_t, DF> du16;
-  const auto h = hn::PromoteTo(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  const auto h = hn::PromoteTo(du32, bits);
   const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du32, 0x8000u)));
   const auto magnitude = hn::And(h, hn::Set(du32, 0x7FFFu));
   const auto shifted = hn::ShiftLeft<13>(magnitude);
@@ -71,6 +72,11 @@ HWY_INLINE hn::Vec<DF> LoadAs(DF df, const f16* p) {
   const auto is_special = hn::RebindMask(du32, hn::Gt(hn::BitCast(di32, magnitude), hn::Set(di32, 0x7BFF)));
   return hn::BitCast(df, hn::Or(sign, hn::IfThenElse(is_special, special, finite)));
 #endif
+}
+template <class DF, typename T, std::enable_if_t<sizeof(T) == 2, int> = 0>
+HWY_INLINE hn::Vec<DF> LoadAs(DF df, const T* p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  return DecodeAs(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)), p);
 }
 
 // Encode: a float (or double) vector in the storage representation; 16-bit
@@ -161,8 +167,8 @@ enum class NativeBf16 : uint16_t {};
 #define LNGRAD_NATIVE_BF16 1
 
 template <class DF>
-HWY_INLINE hn::Vec<DF> LoadAs(DF df, const NativeBf16* p) {
-  return LoadAs(df, reinterpret_cast<const bf16*>(p));
+HWY_INLINE hn::Vec<DF> DecodeAs(DF df, Bits16<DF> bits, const NativeBf16* /* tag */) {
+  return DecodeAs(df, bits, static_cast<const bf16*>(nullptr));
 }
 template <class DF>
 HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, NativeBf16* /* tag */) {
@@ -216,15 +222,32 @@ inline float* PairScratch(size_t n) {
 
 #if HWY_TARGET != HWY_SCALAR  // one lane per vector: no pairs
 
-// Elements [0, 2N) at p as (even, odd) float vectors.
-template <class DF, typename T>
-HWY_INLINE void LoadPairAs(DF df, const T* p, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
+// 2N bfloat16 (as uint16_t lanes) as (even, odd) float vectors.
+template <class DF>
+HWY_INLINE void SplitPair(DF df, hn::Vec<hn::Repartition<uint16_t, DF>> bits, hn::Vec<DF>& even,
+                          hn::Vec<DF>& odd) {
   const hn::RebindToUnsigned<DF> du32;
-  const hn::Repartition<uint16_t, DF> du16;
-  const auto u = hn::BitCast(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  const auto u = hn::BitCast(du32, bits);
   even = hn::BitCast(df, hn::ShiftLeft<16>(u));
   odd = hn::BitCast(df, hn::And(u, hn::Set(du32, 0xFFFF0000u)));
 }
+
+// Elements [0, 2N) at p as (even, odd) float vectors.
+template <class DF, typename T>
+HWY_INLINE void LoadPairAs(DF df, const T* p, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
+  const hn::Repartition<uint16_t, DF> du16;
+  SplitPair(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)), even, odd);
+}
+
+#if !HWY_MEM_OPS_MIGHT_FAULT
+// The first n < 2N elements at p as LoadPairAs splits them, the rest +0,
+// by a masked load.
+template <class DF, typename T>
+HWY_INLINE void LoadPairTail(DF df, const T* p, size_t n, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
+  const hn::Repartition<uint16_t, DF> du16;
+  SplitPair(df, hn::MaskedLoad(hn::FirstN(du16, n), du16, reinterpret_cast<const uint16_t*>(p)), even, odd);
+}
+#endif
 
 // The 2N bfloat16 of (even, odd) in element order; rounds as Encode does.
 template <class DF>
@@ -347,8 +370,10 @@ inline bool StreamRows(bool wanted, const void* out, size_t h, size_t elem_bytes
   return true;
 }
 
-// Tails (fewer than Lanes elements) go through a zeroed lane-sized buffer so
-// that one vector code path serves every length.
+// Tails (fewer than Lanes elements): masked loads and stores where a masked
+// access cannot fault past the mask (AVX-512, SVE); elsewhere through a zeroed
+// lane-sized buffer. Either way the lanes past the tail read as +0.
+#if HWY_MEM_OPS_MIGHT_FAULT
 constexpr size_t kMaxLaneBytes = HWY_MAX_BYTES;
 
 template <class DF, typename T>
@@ -364,8 +389,26 @@ HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
   StoreAs(df, v, buf);
   std::memcpy(static_cast<void*>(p), buf, n * sizeof(T));
 }
+#else
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadTail(DF df, const T* p, size_t n) {
+  const hn::Rebind<StorageLane<T>, DF> ds;
+  const auto bits = hn::MaskedLoad(hn::FirstN(ds, n), ds, reinterpret_cast<const StorageLane<T>*>(p));
+  if constexpr (sizeof(T) == 2) {
+    return DecodeAs(df, bits, p);
+  } else {
+    return bits;
+  }
+}
 
-// A whole vector at p (full), or the first n elements through the tail buffer.
+template <class DF, typename T>
+HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
+  const hn::Rebind<StorageLane<T>, DF> ds;
+  hn::BlendedStore(Encode(df, v, p), hn::FirstN(ds, n), ds, reinterpret_cast<StorageLane<T>*>(p));
+}
+#endif
+
+// A whole vector at p (full), or its first n elements (LoadTail, StoreTail).
 template <class DF, typename T>
 HWY_INLINE hn::Vec<DF> LoadPart(DF df, const T* p, size_t n, bool full) {
   return full ? LoadAs(df, p) : LoadTail(df, p, n);

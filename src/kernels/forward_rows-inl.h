@@ -70,7 +70,7 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
       AddToSum(df, sum, 0, slot, v);
     };
     for (size_t j = 0; j < whole; j += C) ForEachChunkVector(df, x + j, C, add_x);
-    if (whole < h) ForEachChunkVector(df, rest.lanes, h - whole, add_x);  // padding adds +0
+    if (whole < h) ForEachChunkVector(df, rest.data(), h - whole, add_x);  // padding adds +0
     const A mean = TotalOf(df, sum, 0) * inv_h;
     const auto vmean = hn::Set(df, mean);
     ZeroSums(df, sum);
@@ -80,7 +80,7 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
       MulAddToSum(df, sum, 0, slot, xm, xm);
     };
     for (size_t j = 0; j < whole; j += C) ForEachChunkVector(df, x + j, C, add_squares);
-    if (whole < h) ForEachChunkVector(df, rest.lanes, h - whole, add_squares);
+    if (whole < h) ForEachChunkVector(df, rest.data(), h - whole, add_squares);
     const A variance = TotalOf(df, sum, 0) * inv_h;
     const A rstd = A(1) / std::sqrt(variance + static_cast<A>(args.epsilon));
     const auto vrstd = hn::Set(df, rstd);

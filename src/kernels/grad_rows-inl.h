@@ -192,7 +192,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     for (; j + C <= h; j += C) stats_chunk(dy + j, x + j, gamma1 + j, vmean, s, std::false_type(), C);
     if (j < h) {
       const ChunkRest<DF, T> dy_rest(dy + j, h - j), x_rest(x + j, h - j);
-      stats_chunk(dy_rest.lanes, x_rest.lanes, gamma_rest, vmean, s, std::true_type(), h - j);
+      stats_chunk(dy_rest.data(), x_rest.data(), gamma_rest, vmean, s, std::true_type(), h - j);
     }
     const A s1 = TotalOf(df, s, kS1);
     const A s2 = TotalOf(df, s, kS2);

@@ -124,6 +124,31 @@ HWY_INLINE hn::TFromD<D> FoldLanes(D d, hn::Vec<D> v) {
 }
 #endif
 
+// Whether a row's last, partial chunk is read in place by masked loads (which
+// cannot fault past the mask on AVX-512 and SVE) rather than from a
+// zero-padded copy.
+constexpr bool kMaskedRest = !HWY_MEM_OPS_MIGHT_FAULT && HWY_TARGET != HWY_SCALAR;
+
+// The vector of elements [at, at + N) at p; with kMaskedRest, its lanes from
+// `valid` on read as +0, as they do from a padded copy.
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadChunkVector(DF df, const T* p, size_t at, size_t valid) {
+  if constexpr (kMaskedRest) {
+    if (valid < at + hn::Lanes(df)) return LoadTail(df, p + at, valid > at ? valid - at : 0);
+  }
+  return LoadAs(df, p + at);
+}
+// The same for the pair of elements [at, at + 2N).
+template <class DF, typename T>
+HWY_INLINE void LoadChunkPair(DF df, const T* p, size_t at, size_t valid, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
+#if !HWY_MEM_OPS_MIGHT_FAULT
+  if (valid < at + 2 * hn::Lanes(df)) return LoadPairTail(df, p + at, valid > at ? valid - at : 0, even, odd);
+#else
+  (void)valid;
+#endif
+  LoadPairAs(df, p + at, even, odd);
+}
+
 // The elements [0, C) at a and b (C = SumClasses) as vectors with their class
 // slots: f(slot, va, vb, at, lanes), where `at` is the vector's offset in a
 // chunk-ordered copy of a third operand (gamma) and `lanes` how many of its
@@ -136,13 +161,15 @@ HWY_INLINE void ForEachChunkVector(DF df, const T* a, const T* b, size_t valid, 
     for (size_t q = 0; q < M / 2; ++q) {
       const size_t at = 2 * q * N;
       hn::Vec<DF> a_even, a_odd, b_even, b_odd;
-      LoadPairAs(df, a + at, a_even, a_odd);
-      LoadPairAs(df, b + at, b_even, b_odd);
+      LoadChunkPair(df, a, at, valid, a_even, a_odd);
+      LoadChunkPair(df, b, at, valid, b_even, b_odd);
       f(q, a_even, b_even, at, (below(at) + 1) / 2);
       f(q + M / 2, a_odd, b_odd, at + N, below(at) / 2);
     }
   } else {
-    for (size_t i = 0; i < M; ++i) f(i, LoadAs(df, a + i * N), LoadAs(df, b + i * N), i * N, below(i * N));
+    for (size_t i = 0; i < M; ++i) {
+      f(i, LoadChunkVector(df, a, i * N, valid), LoadChunkVector(df, b, i * N, valid), i * N, below(i * N));
+    }
   }
 }
 // The same for the elements at a alone: f(slot, va, lanes).
@@ -154,20 +181,34 @@ HWY_INLINE void ForEachChunkVector(DF df, const T* a, size_t valid, const F& f) 
     for (size_t q = 0; q < M / 2; ++q) {
       const size_t at = 2 * q * N;
       hn::Vec<DF> even, odd;
-      LoadPairAs(df, a + at, even, odd);
+      LoadChunkPair(df, a, at, valid, even, odd);
       f(q, even, (below(at) + 1) / 2);
       f(q + M / 2, odd, below(at) / 2);
     }
   } else {
-    for (size_t i = 0; i < M; ++i) f(i, LoadAs(df, a + i * N), below(i * N));
+    for (size_t i = 0; i < M; ++i) f(i, LoadChunkVector(df, a, i * N, valid), below(i * N));
   }
 }
 
-// C elements from p on, zero-padded past the n < C left of a row.
+// A row's last, partial chunk: the n < C elements from p on, read in place
+// (kMaskedRest) or from a copy zero-padded to C elements.
+template <class DF, typename T, bool kInPlace = kMaskedRest>
+class ChunkRest {
+ public:
+  ChunkRest(const T* p, size_t n) { std::memcpy(static_cast<void*>(lanes_), p, n * sizeof(T)); }
+  const T* data() const { return lanes_; }
+
+ private:
+  T lanes_[SumClasses<DF>()] = {};
+};
 template <class DF, typename T>
-struct ChunkRest {
-  T lanes[SumClasses<DF>()] = {};
-  ChunkRest(const T* p, size_t n) { std::memcpy(static_cast<void*>(lanes), p, n * sizeof(T)); }
+class ChunkRest<DF, T, true> {
+ public:
+  ChunkRest(const T* p, size_t /* n */) : p_(p) {}
+  const T* data() const { return p_; }
+
+ private:
+  const T* p_;
 };
 
 // Sum s, its classes folded by halves.
