@@ -60,13 +60,16 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       {"f32 16384x4096 AVX-512", inputs(Dtype::float32, 16384, 4096, 2, kAvx512), 2, 2, true, true, 4096, 8192, 0},
       // bfloat16 rows of 8 KiB: fused in 4s, the compiled 16-bit prefetch, no L2 prefetch.
       {"bf16 16384x4096 AVX-512", inputs(Dtype::bfloat16, 16384, 4096, 2, kAvx512), 2, 4, true, true, 4096, 0, 0},
-      // 19 MB: inside the LLC, beyond two L2s. Unfused bfloat16 pairs go in 8s,
-      // no later-group prefetch for 16-bit rows inside the LLC, cached stores.
-      {"bf16 4096x768 AVX-512", inputs(Dtype::bfloat16, 4096, 768, 2, kAvx512), 2, 8, false, false, 0, 0, 0},
+      // 19 MB: inside the LLC, beyond two L2s. Unfused row pairs of 3 KiB go
+      // in 4s, no later-group prefetch for 16-bit rows inside the LLC, cached
+      // stores.
+      {"bf16 4096x768 AVX-512", inputs(Dtype::bfloat16, 4096, 768, 2, kAvx512), 2, 4, false, false, 0, 0, 0},
+      // Row pairs of 512 bytes go in 8s (the partials dominate), bfloat16 too.
+      {"bf16 65536x128 AVX-512", inputs(Dtype::bfloat16, 65536, 128, 2, kAvx512), 2, 8, false, true, 0, 0, 0},
       // Short float32 rows beyond the LLC: pairs, the group two ahead prefetched.
       {"f32 65536x128 AVX-512", inputs(Dtype::float32, 65536, 128, 2, kAvx512), 2, 2, false, true, 0, 0, 2},
-      // Rows from the caches do not fuse: bfloat16 in 8s, float32 in 4s.
-      {"bf16 16x4096 AVX-512 hot", inputs(Dtype::bfloat16, 16, 4096, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
+      // Rows from the caches do not fuse; row pairs of 16-32 KiB go in 4s.
+      {"bf16 16x4096 AVX-512 hot", inputs(Dtype::bfloat16, 16, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
       {"f32 16x4096 AVX-512 hot", inputs(Dtype::float32, 16, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
       // 50 MB, beyond the LLC: fused. 8 MB, inside it: not, the later group
       // prefetched for float32 rows from beyond the L2s.

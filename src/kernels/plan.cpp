@@ -270,8 +270,6 @@ GradPlan plan_grad(const PlanInputs& in) {
       if (2 * row_bytes >= kShortRowPairBytes) g = in_pairs(in) ? kMaxGroupRows : group_for(2 * row_bytes);
       p.group_rows = is16 ? g : alias_free_rows(row_bytes, g);
     }
-  } else if (in_pairs(in) && !p.fused) {
-    p.group_rows = kMaxGroupRows;  // unfused bfloat16 rows: the widest groups
   } else {
     p.group_rows = group_for(2 * row_bytes);
     if (is_f32 && far && row_bytes >= kPairedRowBytes) p.group_rows = std::min(kPairedGroupRows, p.group_rows);
