@@ -5,9 +5,10 @@
 // and machine load. On the shared VMs lngrad is tuned on, alternating whole
 // processes swung 10-40% where this put a build against itself within 1%.
 //
-//   lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...
+//   lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
 //
-// prints, per shape, A's and B's median call time and the median of B/A.
+// prints, per shape, A's and B's median call time and the median of B/A, of
+// layer_norm_grad, or with ":forward" of layer_norm.
 // --plan-a/--plan-b set one side's plan override (LNGRAD_PLAN's syntax), so
 // one build can be timed against itself under two plans: a tuning rule's test.
 #include <dlfcn.h>
@@ -35,11 +36,33 @@ using GradFn = void (*)(lngrad::ConstTensorView, lngrad::ConstTensorView, lngrad
 constexpr const char* kGradSymbol =
     "_ZN6lngrad15layer_norm_gradENS_15ConstTensorViewES0_S0_S0_St8optionalIS0_ENS_10TensorViewES3_S3_RKNS_11GradOptionsE";
 
+using ForwardFn = void (*)(lngrad::ConstTensorView, std::optional<lngrad::ConstTensorView>,
+                           std::optional<lngrad::ConstTensorView>, lngrad::TensorView, lngrad::TensorView,
+                           lngrad::TensorView, lngrad::TensorView, const lngrad::ForwardOptions&);
+
+// lngrad::layer_norm's name.
+constexpr const char* kForwardSymbol =
+    "_ZN6lngrad10layer_normENS_15ConstTensorViewESt8optionalIS0_ES2_NS_10TensorViewES3_S3_S3_RKNS_14ForwardOptionsE";
+
 // The library's internal override of the plan (kernels::set_plan_override).
 constexpr const char* kPlanSymbol = "_ZN6lngrad7kernels17set_plan_overrideESt17basic_string_viewIcSt11char_traitsIcEE";
 using PlanFn = void (*)(std::string_view);
 
-GradFn load(const char* path, const char* plan) {
+struct Build {
+  GradFn grad = nullptr;
+  ForwardFn forward = nullptr;
+};
+
+void* symbol(void* handle, const char* path, const char* name) {
+  void* fn = dlsym(handle, name);
+  if (fn == nullptr) {
+    std::fprintf(stderr, "lngrad-ab: %s has no %s (the signature changed? update the symbol)\n", path, name);
+    std::exit(1);
+  }
+  return fn;
+}
+
+Build load(const char* path, const char* plan) {
   // RTLD_DEEPBIND: each object's calls stay inside it, so the two builds never mix.
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (handle == nullptr) {
@@ -59,12 +82,8 @@ GradFn load(const char* path, const char* plan) {
       std::exit(1);
     }
   }
-  void* fn = dlsym(handle, kGradSymbol);
-  if (fn == nullptr) {
-    std::fprintf(stderr, "lngrad-ab: %s has no %s (the signature changed? update kGradSymbol)\n", path, kGradSymbol);
-    std::exit(1);
-  }
-  return reinterpret_cast<GradFn>(fn);
+  return {reinterpret_cast<GradFn>(symbol(handle, path, kGradSymbol)),
+          reinterpret_cast<ForwardFn>(symbol(handle, path, kForwardSymbol))};
 }
 
 double median(std::vector<double> v) {
@@ -76,11 +95,16 @@ struct Shape {
   std::int64_t rows = 0, h = 0;
   lngrad::Dtype dtype = lngrad::Dtype::float32;
   int threads = 1;
+  bool forward = false;
 };
 
 bool parse(const char* arg, Shape* s) {
   char dtype[16] = {};
-  if (std::sscanf(arg, "%ldx%ld:%15[a-z0-9]:%d", &s->rows, &s->h, dtype, &s->threads) != 4) return false;
+  int used = 0;
+  if (std::sscanf(arg, "%ldx%ld:%15[a-z0-9]:%d%n", &s->rows, &s->h, dtype, &s->threads, &used) != 4) return false;
+  const std::string_view op = arg + used;
+  if (op != "" && op != ":forward") return false;
+  s->forward = op == ":forward";
   const std::string d = dtype;
   if (d == "float32") {
     s->dtype = lngrad::Dtype::float32;
@@ -115,10 +139,11 @@ int main(int argc, char** argv) {
     first += 2;
   }
   if (argc - first < 4) {
-    std::fprintf(stderr, "usage: lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS...\n");
+    std::fprintf(stderr,
+                 "usage: lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...\n");
     return 1;
   }
-  const GradFn a = load(argv[first], plan[0]), b = load(argv[first + 1], plan[1]);
+  const Build a = load(argv[first], plan[0]), b = load(argv[first + 1], plan[1]);
   const int rounds = std::atoi(argv[first + 2]);
   if (rounds < 1) {
     std::fprintf(stderr, "lngrad-ab: ROUNDS: expected >= 1, given '%s'\n", argv[first + 2]);
@@ -127,7 +152,8 @@ int main(int argc, char** argv) {
   for (int i = first + 3; i < argc; ++i) {
     Shape s;
     if (!parse(argv[i], &s)) {
-      std::fprintf(stderr, "lngrad-ab: expected ROWSxH:float32|bfloat16|float16:THREADS, given '%s'\n", argv[i]);
+      std::fprintf(stderr, "lngrad-ab: expected ROWSxH:float32|bfloat16|float16:THREADS[:forward], given '%s'\n",
+                   argv[i]);
       return 1;
     }
     const std::size_t n = static_cast<std::size_t>(s.rows * s.h), es = lngrad::dtype_size(s.dtype);
@@ -151,16 +177,25 @@ int main(int argc, char** argv) {
     const lngrad::Shape xs{s.rows, s.h}, rs{s.rows}, hs{s.h};
     lngrad::GradOptions options;
     options.num_threads = s.threads;
-    auto call = [&](GradFn f) {
-      f({dy, s.dtype, xs}, {x, s.dtype, xs}, {var.data(), lngrad::Dtype::float32, rs},
-        {mean.data(), lngrad::Dtype::float32, rs}, lngrad::ConstTensorView{gamma.data(), lngrad::Dtype::float32, hs},
-        {pd_x, s.dtype, xs}, {pd_gamma.data(), lngrad::Dtype::float32, hs},
-        {pd_beta.data(), lngrad::Dtype::float32, hs}, options);
+    lngrad::ForwardOptions forward_options;
+    forward_options.num_threads = s.threads;
+    auto call = [&](const Build& f) {
+      if (s.forward) {  // y into pd_x, the statistics into mean and var; beta is pd_beta's zeros
+        f.forward({x, s.dtype, xs}, lngrad::ConstTensorView{gamma.data(), lngrad::Dtype::float32, hs},
+                  lngrad::ConstTensorView{pd_beta.data(), lngrad::Dtype::float32, hs}, {pd_x, s.dtype, xs},
+                  {mean.data(), lngrad::Dtype::float32, rs}, {var.data(), lngrad::Dtype::float32, rs}, {},
+                  forward_options);
+        return;
+      }
+      f.grad({dy, s.dtype, xs}, {x, s.dtype, xs}, {var.data(), lngrad::Dtype::float32, rs},
+             {mean.data(), lngrad::Dtype::float32, rs}, lngrad::ConstTensorView{gamma.data(), lngrad::Dtype::float32, hs},
+             {pd_x, s.dtype, xs}, {pd_gamma.data(), lngrad::Dtype::float32, hs},
+             {pd_beta.data(), lngrad::Dtype::float32, hs}, options);
     };
     // A batch: 2 warm-up calls, then the median of 5 samples of `inner` calls
     // (about 4 M elements each).
     const long inner = std::max(1L, 4000000L / static_cast<long>(n));
-    auto batch = [&](GradFn f) {
+    auto batch = [&](const Build& f) {
       call(f);
       call(f);
       std::vector<double> t;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times two builds of lngrad against each other in one process (bench/ab.cpp).
-#   bench/ab.sh [--plan-a SPEC] [--plan-b SPEC] BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS...
+#   bench/ab.sh [--plan-a SPEC] [--plan-b SPEC] BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
 # BUILD_A and BUILD_B are build trees (each built at least with
 # `cmake --build DIR --target lngrad`), e.g. of two git worktrees; the
 # lngrad-ab driver comes from BUILD_A (target lngrad_ab).
