@@ -33,6 +33,8 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   const A inv_h = A(1) / static_cast<A>(h);
   constexpr size_t C = SumClasses<DF>();
   using Sum = RowSums<DF, 1>;
+  const size_t whole = h / C * C;  // a row's elements in whole chunks
+  ChunkRest<DF, T> rest;
   // bfloat16 rows in (even, odd) pairs as in GradRowsT.
   constexpr bool kEvenOdd = kInPairs<T>;
   // Streamed y: whole stores (a pair for bfloat16) from a head of cached
@@ -62,25 +64,24 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
     T* y = static_cast<T*>(args.y) + static_cast<size_t>(r) * h;
     // Two-pass (centred) statistics over the cached row, each sum in the
     // order of row_sums-inl.h (the same bits on every target with FMA).
-    const size_t whole = h / C * C;  // elements in whole chunks
-    const ChunkRest<DF, T> rest(x + whole, h - whole);
+    const T* x_rest = whole < h ? rest.Fill(x + whole, h - whole) : nullptr;
+    // f(slot, v, lanes) over the row's chunks, the last partial one padded.
+    auto for_each_chunk_vector = [&](const auto& f) HWY_ATTR __attribute__((always_inline)) {
+      for (size_t j = 0; j < whole; j += C) ForEachChunkVector(df, x + j, C, f);
+      if (whole < h) ForEachChunkVector(df, x_rest, h - whole, f);
+    };
     Sum sum;
     ZeroSums(df, sum);
-    auto add_x = [&](size_t slot, hn::Vec<DF> v, size_t /* lanes */) HWY_ATTR __attribute__((always_inline)) {
-      AddToSum(df, sum, 0, slot, v);
-    };
-    for (size_t j = 0; j < whole; j += C) ForEachChunkVector(df, x + j, C, add_x);
-    if (whole < h) ForEachChunkVector(df, rest.data(), h - whole, add_x);  // padding adds +0
+    for_each_chunk_vector([&](size_t slot, hn::Vec<DF> v, size_t /* lanes: padding adds +0 */) HWY_ATTR
+                              __attribute__((always_inline)) { AddToSum(df, sum, 0, slot, v); });
     const A mean = TotalOf(df, sum, 0) * inv_h;
     const auto vmean = hn::Set(df, mean);
     ZeroSums(df, sum);
-    auto add_squares = [&](size_t slot, hn::Vec<DF> v, size_t lanes) HWY_ATTR __attribute__((always_inline)) {
+    for_each_chunk_vector([&](size_t slot, hn::Vec<DF> v, size_t lanes) HWY_ATTR __attribute__((always_inline)) {
       auto xm = hn::Sub(v, vmean);
       if (lanes < N) xm = hn::IfThenElseZero(hn::FirstN(df, lanes), xm);  // padding
       MulAddToSum(df, sum, 0, slot, xm, xm);
-    };
-    for (size_t j = 0; j < whole; j += C) ForEachChunkVector(df, x + j, C, add_squares);
-    if (whole < h) ForEachChunkVector(df, rest.data(), h - whole, add_squares);
+    });
     const A variance = TotalOf(df, sum, 0) * inv_h;
     const A rstd = A(1) / std::sqrt(variance + static_cast<A>(args.epsilon));
     const auto vrstd = hn::Set(df, rstd);

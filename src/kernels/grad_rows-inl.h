@@ -146,7 +146,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 
   // Pass 1: S1 = sum(g), S2 = sum(g*xm), S3 = sum(xm), each in the order of
   // row_sums-inl.h (the same bits on every target with FMA), over chunks of
-  // C elements; a row's last, partial chunk goes through zero-padded copies.
+  // C elements; a row's last, partial chunk is read as ChunkRest says.
   using V = hn::Vec<DF>;
   using Sums = RowSums<DF, 3>;
   constexpr size_t C = SumClasses<DF>();
@@ -163,6 +163,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       std::memcpy(gamma_rest, padded, sizeof(padded));
     }
   }
+  ChunkRest<DF, T> dy_rest, x_rest;
   auto begin_row = [&](int64_t r, auto& sums) HWY_ATTR __attribute__((always_inline)) {
     Row row{};
     row.mean = static_cast<A>(load_scalar(args.mean, args.stat_dtype, r));
@@ -172,7 +173,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     return row;
   };
   // The chunk at dy, x (gamma at gam, in chunk order); elements from `valid`
-  // on are padding (zero dy and gamma), their xm masked off when kMasked.
+  // on are padding (zero dy and gamma), their xm masked off when `masked`.
   auto stats_chunk = [&](const T* dy, const T* x, const A* gam, V vmean, auto& s, auto masked, size_t valid) HWY_ATTR
       __attribute__((always_inline)) {
     ForEachChunkVector(df, dy, x, valid, [&](size_t slot, V d, V xv, size_t at, size_t lanes) HWY_ATTR
@@ -191,8 +192,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     const auto vmean = hn::Set(df, row.mean);
     for (; j + C <= h; j += C) stats_chunk(dy + j, x + j, gamma1 + j, vmean, s, std::false_type(), C);
     if (j < h) {
-      const ChunkRest<DF, T> dy_rest(dy + j, h - j), x_rest(x + j, h - j);
-      stats_chunk(dy_rest.data(), x_rest.data(), gamma_rest, vmean, s, std::true_type(), h - j);
+      stats_chunk(dy_rest.Fill(dy + j, h - j), x_rest.Fill(x + j, h - j), gamma_rest, vmean, s, std::true_type(),
+                  h - j);
     }
     const A s1 = TotalOf(df, s, kS1);
     const A s2 = TotalOf(df, s, kS2);

@@ -129,24 +129,24 @@ HWY_INLINE hn::TFromD<D> FoldLanes(D d, hn::Vec<D> v) {
 // zero-padded copy.
 constexpr bool kMaskedRest = !HWY_MEM_OPS_MIGHT_FAULT && HWY_TARGET != HWY_SCALAR;
 
-// The vector of elements [at, at + N) at p; with kMaskedRest, its lanes from
-// `valid` on read as +0, as they do from a padded copy.
+// The vector of N elements at p, of which the first n belong to the row;
+// with kMaskedRest the others read as +0, as they do from a padded copy.
 template <class DF, typename T>
-HWY_INLINE hn::Vec<DF> LoadChunkVector(DF df, const T* p, size_t at, size_t valid) {
+HWY_INLINE hn::Vec<DF> LoadChunkVector(DF df, const T* p, size_t n) {
   if constexpr (kMaskedRest) {
-    if (valid < at + hn::Lanes(df)) return LoadTail(df, p + at, valid > at ? valid - at : 0);
+    if (n < hn::Lanes(df)) return LoadTail(df, p, n);
   }
-  return LoadAs(df, p + at);
+  return LoadAs(df, p);
 }
-// The same for the pair of elements [at, at + 2N).
+// The same for the pair of 2N elements at p.
 template <class DF, typename T>
-HWY_INLINE void LoadChunkPair(DF df, const T* p, size_t at, size_t valid, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
+HWY_INLINE void LoadChunkPair(DF df, const T* p, size_t n, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
 #if !HWY_MEM_OPS_MIGHT_FAULT
-  if (valid < at + 2 * hn::Lanes(df)) return LoadPairTail(df, p + at, valid > at ? valid - at : 0, even, odd);
+  if (n < 2 * hn::Lanes(df)) return LoadPairTail(df, p, n, even, odd);
 #else
-  (void)valid;
+  (void)n;
 #endif
-  LoadPairAs(df, p + at, even, odd);
+  LoadPairAs(df, p, even, odd);
 }
 
 // The elements [0, C) at a and b (C = SumClasses) as vectors with their class
@@ -159,44 +159,53 @@ HWY_INLINE void ForEachChunkVector(DF df, const T* a, const T* b, size_t valid, 
   auto below = [valid](size_t at) { return valid > at ? valid - at : 0; };
   if constexpr (kInPairs<T>) {
     for (size_t q = 0; q < M / 2; ++q) {
-      const size_t at = 2 * q * N;
+      const size_t at = 2 * q * N, n = below(at);
       hn::Vec<DF> a_even, a_odd, b_even, b_odd;
-      LoadChunkPair(df, a, at, valid, a_even, a_odd);
-      LoadChunkPair(df, b, at, valid, b_even, b_odd);
-      f(q, a_even, b_even, at, (below(at) + 1) / 2);
-      f(q + M / 2, a_odd, b_odd, at + N, below(at) / 2);
+      LoadChunkPair(df, a + at, n, a_even, a_odd);
+      LoadChunkPair(df, b + at, n, b_even, b_odd);
+      f(q, a_even, b_even, at, (n + 1) / 2);
+      f(q + M / 2, a_odd, b_odd, at + N, n / 2);
     }
   } else {
     for (size_t i = 0; i < M; ++i) {
-      f(i, LoadChunkVector(df, a, i * N, valid), LoadChunkVector(df, b, i * N, valid), i * N, below(i * N));
+      const size_t at = i * N, n = below(at);
+      f(i, LoadChunkVector(df, a + at, n), LoadChunkVector(df, b + at, n), at, n);
     }
   }
 }
-// The same for the elements at a alone: f(slot, va, lanes).
+// The same for the elements at a alone: f(slot, va, lanes). Its own copy:
+// GCC 12 for SVE crashed (in ivopts) on the one above given one pointer twice.
 template <class DF, typename T, class F>
 HWY_INLINE void ForEachChunkVector(DF df, const T* a, size_t valid, const F& f) {
   const size_t N = hn::Lanes(df), M = ChunkVectors(df);
   auto below = [valid](size_t at) { return valid > at ? valid - at : 0; };
   if constexpr (kInPairs<T>) {
     for (size_t q = 0; q < M / 2; ++q) {
-      const size_t at = 2 * q * N;
+      const size_t at = 2 * q * N, n = below(at);
       hn::Vec<DF> even, odd;
-      LoadChunkPair(df, a, at, valid, even, odd);
-      f(q, even, (below(at) + 1) / 2);
-      f(q + M / 2, odd, below(at) / 2);
+      LoadChunkPair(df, a + at, n, even, odd);
+      f(q, even, (n + 1) / 2);
+      f(q + M / 2, odd, n / 2);
     }
   } else {
-    for (size_t i = 0; i < M; ++i) f(i, LoadChunkVector(df, a, i * N, valid), below(i * N));
+    for (size_t i = 0; i < M; ++i) {
+      const size_t at = i * N, n = below(at);
+      f(i, LoadChunkVector(df, a + at, n), n);
+    }
   }
 }
 
-// A row's last, partial chunk: the n < C elements from p on, read in place
-// (kMaskedRest) or from a copy zero-padded to C elements.
+// Where a row's last, partial chunk is read: Fill(p, n) gives the n < C
+// elements at p in place (kMaskedRest), or copied into a buffer zero-padded
+// to C elements. Made once per call: every row has the same n, so the
+// padding stays zero.
 template <class DF, typename T, bool kInPlace = kMaskedRest>
 class ChunkRest {
  public:
-  ChunkRest(const T* p, size_t n) { std::memcpy(static_cast<void*>(lanes_), p, n * sizeof(T)); }
-  const T* data() const { return lanes_; }
+  const T* Fill(const T* p, size_t n) {
+    std::memcpy(static_cast<void*>(lanes_), p, n * sizeof(T));
+    return lanes_;
+  }
 
  private:
   T lanes_[SumClasses<DF>()] = {};
@@ -204,11 +213,7 @@ class ChunkRest {
 template <class DF, typename T>
 class ChunkRest<DF, T, true> {
  public:
-  ChunkRest(const T* p, size_t /* n */) : p_(p) {}
-  const T* data() const { return p_; }
-
- private:
-  const T* p_;
+  const T* Fill(const T* p, size_t /* n */) { return p; }
 };
 
 // Sum s, its classes folded by halves.
