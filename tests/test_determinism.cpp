@@ -188,6 +188,15 @@ TEST(Workspace, BoundedIndependentlyOfRowsTimesH) {
   EXPECT_LT(small, 16384 * h * 4 / 20);  // < 5% of one input tensor
   EXPECT_LE(large, small + 2 * 6 * 2 * h * 4);  // 64x the rows: at most 6 more levels per thread
   EXPECT_EQ(grad_workspace_bytes(0, h, Dtype::float32, 2), 0);
+  // Rows that are not whole lines apart (h + 1 float32) add a staged group
+  // per thread, at most 8 rows, over rows of whole lines (h + 16, whose 15
+  // more columns of partial sums make the difference a little smaller).
+  const std::int64_t staged = grad_workspace_bytes(16384, h + 1, Dtype::float32, 2);
+  const std::int64_t whole = grad_workspace_bytes(16384, h + 16, Dtype::float32, 2);
+  // At least a group of 2 rows per thread, less 15 columns of the rest,
+  // which grows linearly with h.
+  EXPECT_GT(staged - whole, 2 * 2 * (h + 1) * 4 - 15 * whole / (h + 16));
+  EXPECT_LE(staged - whole, 2 * (8 * (h + 1) * 4 + 128));
 }
 
 }  // namespace

@@ -184,15 +184,19 @@ TEST_P(PerTarget, CallsRunOnAcrossBlocksOfColumnSums) {
 
 TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
   // Non-temporal pd_x stores on rows of whole vectors, with pd_x on a cache
-  // line or 16 or 48 bytes past one (each row then starts with a head of
-  // cached stores), and on rows that are not whole vectors (cached stores
-  // throughout): the same bits as cached stores, within the reference
-  // bounds. The longest rows take the fused loop; 13 rows end on a short group.
+  // line or 2, 16 or 48 bytes past one (each row then starts with a head of
+  // cached stores; 2 bytes is inside a float32 or float64, which cannot
+  // stream), and on rows that are not whole steps apart (streamed through
+  // the staging buffer, each row at its own line offset): the same bits as
+  // cached stores, within the reference bounds,
+  // and nothing written outside pd_x (check_grad's guards). Rows of one
+  // element have no whole step. The longest rows take the fused loop; 13 rows
+  // end on a short group.
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
-    for (std::int64_t h : std::initializer_list<std::int64_t>{64, 96, 200, 8192 / elem}) {
-      const ScopedPlan fuse(h == 8192 / elem ? "fused=1" : "");
-      for (int offset : {0, 16, 48}) {
+    for (std::int64_t h : std::initializer_list<std::int64_t>{1, 64, 96, 200, 1000, 8192 / elem, 8192 / elem + 8}) {
+      const ScopedPlan fuse(h >= 8192 / elem ? "fused=1" : "");
+      for (int offset : {0, 2, 16, 48}) {
         Case streamed{spec({13, h}, 1, d)};
         streamed.stores = Stores::streaming;
         streamed.pd_x_line_offset = offset;

@@ -101,10 +101,25 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
 }
 
 TEST_F(Plan, RefusedStreamingIsReported) {
-  // Rows of 4000 bytes are not whole 64-byte steps.
-  GradPlan p = kernels::plan_grad(inputs(Dtype::float32, 13, 1000, 1, kAvx512, Stores::streaming));
+  // Rows that are not whole steps apart (4004 bytes on AVX2, 4000 on
+  // AVX-512) stream through the staging buffer, automatically beyond the LLC
+  // (700x10000 bfloat16).
+  GradPlan p = kernels::plan_grad(inputs(Dtype::float32, 13, 1001, 1, kAvx2, Stores::streaming));
+  EXPECT_TRUE(p.stream_pd_x && p.stage_pd_x) << kernels::describe(p);
+  p = kernels::plan_grad(inputs(Dtype::float32, 13, 1000, 1, kAvx512, Stores::streaming));
+  EXPECT_TRUE(p.stream_pd_x && p.stage_pd_x) << kernels::describe(p);
+  EXPECT_NE(kernels::describe(p).find("staged=1"), std::string::npos) << kernels::describe(p);
+  p = kernels::plan_grad(inputs(Dtype::bfloat16, 700, 10000, 2, kAvx512));
+  EXPECT_TRUE(p.stream_pd_x && p.stage_pd_x) << kernels::describe(p);
+  // Rows of whole steps stream in place.
+  p = kernels::plan_grad(inputs(Dtype::bfloat16, 700, 9984, 2, kAvx512));
+  EXPECT_TRUE(p.stream_pd_x && !p.stage_pd_x) << kernels::describe(p);
+  // An output that starts inside an element cannot stream.
+  PlanInputs odd = inputs(Dtype::float32, 13, 1024, 1, kAvx512, Stores::streaming);
+  odd.output_line_offset = 2;
+  p = kernels::plan_grad(odd);
   EXPECT_FALSE(p.stream_pd_x);
-  EXPECT_NE(kernels::describe(p).find("not whole 64-byte steps"), std::string::npos) << kernels::describe(p);
+  EXPECT_NE(kernels::describe(p).find("inside an element"), std::string::npos) << kernels::describe(p);
   // float16 on 16-byte vectors: 8-byte steps, narrower than a vector.
   p = kernels::plan_grad(inputs(Dtype::float16, 65536, 128, 2, kSse4, Stores::streaming));
   EXPECT_FALSE(p.stream_pd_x);
@@ -114,7 +129,7 @@ TEST_F(Plan, RefusedStreamingIsReported) {
   EXPECT_TRUE(p.stream_pd_x);
   // A pd_x off a cache line streams automatically only for rows of 4 KiB or more.
   PlanInputs off = inputs(Dtype::bfloat16, 65536, 128, 2, kAvx512);
-  off.output_on_line = false;
+  off.output_line_offset = 16;
   EXPECT_FALSE(kernels::plan_grad(off).stream_pd_x);
   off.h = 2048;
   EXPECT_TRUE(kernels::plan_grad(off).stream_pd_x);

@@ -168,8 +168,10 @@ void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma,
 
 // Bytes of scratch layer_norm_grad keeps for rows x h (normalized size) in
 // x_dtype on num_threads threads (0: all cores): the pd_gamma/pd_beta
-// partial sums, O((32 + threads*log2(rows)) * h), and for bfloat16 two
-// reordered copies of gamma per thread; independent of rows*h otherwise.
+// partial sums, O((32 + threads*log2(rows)) * h), for bfloat16 two
+// reordered copies of gamma per thread, and where pd_x streams but its rows
+// are not whole 64-byte lines apart, one group of at most 8 rows per thread
+// to stage them; independent of rows*h otherwise.
 // It is allocated once per calling thread and reused.
 std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dtype, int num_threads = 0);
 

@@ -217,6 +217,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
   args.group_rows = plan.group_rows;
   args.fused = plan.fused;
   args.stream_pd_x = plan.stream_pd_x;
+  args.stage_pd_x = plan.stage_pd_x;
   args.prefetch_l1_bytes = plan.prefetch_l1_bytes;
   args.prefetch_l2_bytes = plan.prefetch_l2_bytes;
   args.groups_ahead = plan.groups_ahead;
@@ -507,6 +508,7 @@ void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma, std::op
   args.rstd = rstd.data;
   const kernels::ForwardPlan plan = kernels::plan_forward(plan_inputs(x.dtype, rows, h, threads, options.y_stores, y.data));
   args.stream_y = plan.stream_y;
+  args.stage_y = plan.stage_y;
   if (x.dtype == Dtype::float64) {
     args.gamma = widen_param<double>(gamma, h, 1.0, 0);
     args.beta = widen_param<double>(beta, h, 0.0, 2);

@@ -364,10 +364,47 @@ const float* PairOrdered(DF df, const float* src, size_t h, size_t base, float* 
 // to reach a store boundary.
 inline bool StreamRows(bool wanted, const void* out, size_t h, size_t elem_bytes, size_t store_bytes, size_t* head) {
   *head = 0;
-  if (!wanted || (h * elem_bytes) % store_bytes != 0) return false;
   const size_t misalign = reinterpret_cast<uintptr_t>(out) % store_bytes;
-  if (misalign % elem_bytes == 0 && misalign != 0) *head = HWY_MIN(h, (store_bytes - misalign) / elem_bytes);
+  if (!wanted || (h * elem_bytes) % store_bytes != 0 || misalign % elem_bytes != 0) return false;
+  if (misalign != 0) *head = HWY_MIN(h, (store_bytes - misalign) / elem_bytes);
   return true;
+}
+
+// Rows of an output that are not whole lines apart cannot all start their
+// column steps on a line, so their stores could not stream. Instead a group's
+// rows are written, through the cache, to a staging buffer at the same
+// offsets within a line as their destinations, and then stream out a whole
+// line at a time (StreamLines).
+// The calling thread's staging buffer for `bytes` at any line offset; grows,
+// never shrinks (part of grad_workspace_bytes).
+inline unsigned char* StagingBuffer(size_t bytes) {
+  static thread_local std::vector<unsigned char> buffer;
+  if (buffer.size() < bytes + 2 * 64) buffer.resize(bytes + 2 * 64);
+  return buffer.data();
+}
+
+// Where rows that go to `dst` are staged in `buffer`: at dst's line offset.
+template <typename T>
+T* StagedAt(unsigned char* buffer, const T* dst) {
+  const uintptr_t line = (reinterpret_cast<uintptr_t>(buffer) + 63) & ~uintptr_t{63};
+  return reinterpret_cast<T*>(line + reinterpret_cast<uintptr_t>(dst) % 64);
+}
+
+// Copies n bytes from src to dst at the same offset within a line: the whole
+// lines with non-temporal stores, the partial ones at either end through the
+// cache (they share their line with other bytes).
+inline void StreamLines(void* dst, const void* src, size_t n) {
+  const hn::CappedTag<uint8_t, 64> d8;
+  const size_t N = hn::Lanes(d8);
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  const size_t head = HWY_MIN(n, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  for (; n >= 64; n -= 64, d += 64, s += 64) {
+    for (size_t i = 0; i < 64; i += N) hn::Stream(hn::Load(d8, s + i), d8, d + i);
+  }
+  std::memcpy(d, s, n);
 }
 
 // Tails (fewer than Lanes elements): masked loads and stores where a masked

@@ -132,6 +132,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // stores on.
   size_t head = 0;
   const bool stream = StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
+  // Rows that are not whole steps apart stream through the staging buffer
+  // (StreamLines) when the plan says so.
+  const bool staged = kPdX && args.stream_pd_x && args.stage_pd_x && !stream &&
+                      reinterpret_cast<uintptr_t>(args.pd_x) % sizeof(T) == 0;
+  unsigned char* const staging = staged ? StagingBuffer(group * h * sizeof(T)) : nullptr;
   if constexpr (kPairs) {  // pass 2's pairs then start at the head
     if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
   }
@@ -274,6 +279,15 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // A constant of the group: as the loop variable itself it was reloaded
     // from memory at every step, after each (possibly aliasing) store.
     const bool load_sums = kAcc && !first_group;
+    // Where this group's pd_x goes: in place, or staged (bytes from the
+    // destination; an integer, so that the stores keep indexing as dy and x).
+    const uintptr_t stage_delta =
+        staged ? reinterpret_cast<uintptr_t>(StagedAt(staging, pd_x_base + offset)) -
+                     reinterpret_cast<uintptr_t>(pd_x_base + offset)
+               : 0;
+    auto pd_x_at = [&](size_t at) HWY_ATTR __attribute__((always_inline)) {
+      return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(pd_x_base + at) + stage_delta);
+    };
 
     // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
     // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
@@ -292,7 +306,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         V res_v;
         const auto out = row_vector(coef[k], d, LoadPart(df, x_base + at, n, full), gam, res_v);
         if constexpr (kPdX) {
-          T* pd_x = pd_x_base + at;
+          T* pd_x = pd_x_at(at);
           if (!full) {
             StoreTail(df, out, pd_x, n);
           } else if (stream_now) {
@@ -339,7 +353,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           LoadPairAs(df, x_base + at, x_e, x_o);
           const auto out_e = row_vector(coef[k], d_e, x_e, gam_e, res_e);
           const auto out_o = row_vector(coef[k], d_o, x_o, gam_o, res_o);
-          if constexpr (kPdX) StorePairAs(df, out_e, out_o, pd_x_base + at, stream_now);
+          if constexpr (kPdX) StorePairAs(df, out_e, out_o, pd_x_at(at), stream_now);
           if (res_out != nullptr) {
             if (res_f32) {
               A* res = static_cast<A*>(res_out) + at;
@@ -488,11 +502,16 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     }
 #endif
     if (head + steps * W < h) rest_columns(head + steps * W, h - head - steps * W);
+    if (staged) {
+      for (size_t k = 0; k < rows; ++k) {
+        StreamLines(pd_x_base + offset + k * h, pd_x_at(offset + k * h), h * sizeof(T));
+      }
+    }
     first_group = false;
     std::swap(coef, coef_next);
   }
   if (row_end > row_begin) finish_block();
-  if (stream) hwy::FlushStream();  // order the streamed stores before returning
+  if (stream || staged) hwy::FlushStream();  // order the streamed stores before returning
 }
 
 template <class DF, typename T>

@@ -36,6 +36,7 @@ struct GradArgs {
   std::int64_t group_rows = 4;  // <= kMaxGroupRows
   bool fused = false;
   bool stream_pd_x = false;
+  bool stage_pd_x = false;
   std::int64_t prefetch_l1_bytes = 0;
   std::int64_t prefetch_l2_bytes = 0;
   std::int64_t groups_ahead = 0;
@@ -63,6 +64,7 @@ struct ForwardArgs {
   void* variance = nullptr;
   void* rstd = nullptr;  // may be null
   bool stream_y = false;  // the plan's (see ForwardPlan)
+  bool stage_y = false;
 };
 
 // Where column sums go: before the first row of each block of block_rows

@@ -119,17 +119,23 @@ bool stream_wanted(const PlanInputs& in, int tensors) {
   if (!in.has_output || in.stores == Stores::cached) return false;
   if (in.stores == Stores::streaming) return true;
   const std::int64_t row_bytes = in.h * storage_bytes(in.dtype);
-  return beyond_llc(in, tensors) && (in.output_on_line || row_bytes >= kMisalignedStreamRowBytes);
+  return beyond_llc(in, tensors) && (in.output_line_offset == 0 || row_bytes >= kMisalignedStreamRowBytes);
 }
 
-// The kernels stream whole column steps only: rows must be a whole number of
-// them. Otherwise stores stay cached, and notes say so.
-bool streamable(const PlanInputs& in, bool f16_steps, std::string* notes) {
-  const std::int64_t step_bytes = step_elements(in, f16_steps) * storage_bytes(in.dtype);
-  if (in.h * storage_bytes(in.dtype) % step_bytes == 0) return true;
-  *notes += "stream refused: rows of " + std::to_string(in.h * storage_bytes(in.dtype)) +
-            " bytes are not whole " + std::to_string(step_bytes) + "-byte steps; ";
-  return false;
+// The kernels stream whole column steps of an output that starts on an
+// element boundary (else its stores stay cached, and notes say so): in place
+// when rows are a whole number of steps, else through a staging buffer at each
+// row's offset within a line (*stage set).
+bool streamable(const PlanInputs& in, bool f16_steps, bool* stage, std::string* notes) {
+  const std::int64_t es = storage_bytes(in.dtype);
+  const std::int64_t step_bytes = step_elements(in, f16_steps) * es;
+  if (in.output_line_offset % es != 0) {
+    *notes += "stream refused: the output starts " + std::to_string(in.output_line_offset) +
+              " bytes past a line, inside an element; ";
+    return false;
+  }
+  *stage = in.h * es % step_bytes != 0;
+  return true;
 }
 
 // ---- The override (LNGRAD_PLAN / set_plan_override). ---------------------------
@@ -308,7 +314,7 @@ GradPlan plan_grad(const PlanInputs& in) {
       stream = false;
     }
   }
-  p.stream_pd_x = stream && streamable(in, true, &p.notes);
+  p.stream_pd_x = stream && streamable(in, true, &p.stage_pd_x, &p.notes);
   return p;
 }
 
@@ -325,7 +331,7 @@ ForwardPlan plan_forward(const PlanInputs& in) {
   ForwardPlan p;
   const Override o = current_override();
   p.threads = threads_for(in, o);
-  p.stream_y = stream_wanted(with_asked_stores(in, o), 2) && streamable(in, false, &p.notes);  // x and y
+  p.stream_y = stream_wanted(with_asked_stores(in, o), 2) && streamable(in, false, &p.stage_y, &p.notes);  // x and y
   return p;
 }
 
@@ -334,6 +340,7 @@ std::string describe(const GradPlan& p) {
   s << "threads=" << p.threads << " group=" << p.group_rows << " fused=" << p.fused << " stream=" << p.stream_pd_x
     << " prefetch_l1=" << p.prefetch_l1_bytes << " prefetch_l2=" << p.prefetch_l2_bytes
     << " ahead=" << p.groups_ahead;
+  if (p.stage_pd_x) s << " staged=1";  // streamed through the staging buffer (not an override key)
   if (!p.notes.empty()) s << " (" << p.notes.substr(0, p.notes.size() - 2) << ")";
   return s.str();
 }
@@ -344,6 +351,7 @@ std::string describe(const BetaPlan& p) {
 
 std::string describe(const ForwardPlan& p) {
   std::string s = "threads=" + std::to_string(p.threads) + " stream=" + std::to_string(p.stream_y ? 1 : 0);
+  if (p.stage_y) s += " staged=1";
   if (!p.notes.empty()) s += " (" + p.notes.substr(0, p.notes.size() - 2) + ")";
   return s;
 }
@@ -369,7 +377,7 @@ PlanInputs machine_inputs(Dtype dtype, std::int64_t rows, std::int64_t h, int th
 
 void set_output(PlanInputs& in, const void* out) {
   in.has_output = out != nullptr;
-  in.output_on_line = reinterpret_cast<std::uintptr_t>(out) % kCacheLine == 0;
+  in.output_line_offset = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) % kCacheLine);
 }
 
 }  // namespace lngrad::kernels

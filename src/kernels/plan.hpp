@@ -50,7 +50,7 @@ struct PlanInputs {
   int threads = 1;  // asked for (> 0)
   Stores stores = Stores::automatic;
   bool has_output = true;       // pd_x or y is written
-  bool output_on_line = true;   // pd_x or y starts on a 64-byte cache line
+  std::int64_t output_line_offset = 0;  // pd_x or y starts this many bytes past a 64-byte line
   TargetTraits target;
   CacheSizes caches;
 };
@@ -60,6 +60,7 @@ struct GradPlan {
   std::int64_t group_rows = 4;  // rows whose two passes run together
   bool fused = false;           // pass 1 of the next group inside pass 2 of this one
   bool stream_pd_x = false;     // non-temporal pd_x stores
+  bool stage_pd_x = false;      // ... through a staging buffer: rows not whole steps apart
   std::int64_t prefetch_l1_bytes = 0;  // fused pass 1 prefetches this far ahead into the L1
   std::int64_t prefetch_l2_bytes = 0;  // ... and this far into the L2 (0: not)
   std::int64_t groups_ahead = 0;       // unfused: prefetch the group this many ahead (0: not)
@@ -74,6 +75,7 @@ struct BetaPlan {
 struct ForwardPlan {
   int threads = 1;
   bool stream_y = false;
+  bool stage_y = false;  // ... through a staging buffer: rows not whole steps apart
   std::string notes;
 };
 
@@ -98,7 +100,7 @@ void set_plan_override(std::string_view spec);
 // A call on this machine: the active target's traits and this machine's
 // caches, the output taken to exist and to start on a cache line.
 PlanInputs machine_inputs(Dtype dtype, std::int64_t rows, std::int64_t h, int threads, Stores stores);
-// has_output and output_on_line from where the output goes (null: none).
+// has_output and output_line_offset from where the output goes (null: none).
 void set_output(PlanInputs& in, const void* out);
 
 }  // namespace lngrad::kernels
