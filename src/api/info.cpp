@@ -59,8 +59,10 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
   // asked, or beyond the LLC), one staged group of rows per thread.
   const kernels::GradPlan streamed =
       kernels::plan_grad(kernels::machine_inputs(x_dtype, rows, h, threads, Stores::streaming));
-  const std::int64_t staging =
-      streamed.stage_pd_x ? std::int64_t{threads} * (streamed.group_rows * h * static_cast<std::int64_t>(dtype_size(x_dtype)) + 128) : 0;
+  std::int64_t staging = 0;
+  if (streamed.stage_pd_x) {
+    staging = std::int64_t{threads} * (streamed.group_rows * h * static_cast<std::int64_t>(dtype_size(x_dtype)) + 128);
+  }
   return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 2 * h * acc + pair_gamma + staging;
 }
 std::string describe_plan(Op op, std::int64_t rows, std::int64_t h, Dtype dtype, int num_threads, Stores stores) {

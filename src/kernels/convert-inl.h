@@ -379,15 +379,16 @@ inline bool StreamRows(bool wanted, const void* out, size_t h, size_t elem_bytes
 // never shrinks (part of grad_workspace_bytes).
 inline unsigned char* StagingBuffer(size_t bytes) {
   static thread_local std::vector<unsigned char> buffer;
-  if (buffer.size() < bytes + 2 * 64) buffer.resize(bytes + 2 * 64);
+  const size_t room = bytes + 128;  // a line to align to, and one to shift by
+  if (buffer.size() < room) buffer.resize(room);
   return buffer.data();
 }
 
 // Where rows that go to `dst` are staged in `buffer`: at dst's line offset.
 template <typename T>
 T* StagedAt(unsigned char* buffer, const T* dst) {
-  const uintptr_t line = (reinterpret_cast<uintptr_t>(buffer) + 63) & ~uintptr_t{63};
-  return reinterpret_cast<T*>(line + reinterpret_cast<uintptr_t>(dst) % 64);
+  const size_t to_line = (64 - reinterpret_cast<uintptr_t>(buffer) % 64) % 64;
+  return reinterpret_cast<T*>(buffer + to_line + reinterpret_cast<uintptr_t>(dst) % 64);
 }
 
 // Copies n bytes from src to dst at the same offset within a line: the whole

@@ -279,15 +279,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // A constant of the group: as the loop variable itself it was reloaded
     // from memory at every step, after each (possibly aliasing) store.
     const bool load_sums = kAcc && !first_group;
-    // Where this group's pd_x goes: in place, or staged (bytes from the
-    // destination; an integer, so that the stores keep indexing as dy and x).
-    const uintptr_t stage_delta =
-        staged ? reinterpret_cast<uintptr_t>(StagedAt(staging, pd_x_base + offset)) -
-                     reinterpret_cast<uintptr_t>(pd_x_base + offset)
-               : 0;
-    auto pd_x_at = [&](size_t at) HWY_ATTR __attribute__((always_inline)) {
-      return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(pd_x_base + at) + stage_delta);
-    };
+    // This group's pd_x rows: in place, or staged.
+    T* const group_pd_x = !kPdX ? nullptr : staged ? StagedAt(staging, pd_x_base + offset) : pd_x_base + offset;
 
     // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
     // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
@@ -306,7 +299,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         V res_v;
         const auto out = row_vector(coef[k], d, LoadPart(df, x_base + at, n, full), gam, res_v);
         if constexpr (kPdX) {
-          T* pd_x = pd_x_at(at);
+          T* pd_x = group_pd_x + (k * h + j0);
           if (!full) {
             StoreTail(df, out, pd_x, n);
           } else if (stream_now) {
@@ -353,7 +346,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           LoadPairAs(df, x_base + at, x_e, x_o);
           const auto out_e = row_vector(coef[k], d_e, x_e, gam_e, res_e);
           const auto out_o = row_vector(coef[k], d_o, x_o, gam_o, res_o);
-          if constexpr (kPdX) StorePairAs(df, out_e, out_o, pd_x_at(at), stream_now);
+          if constexpr (kPdX) StorePairAs(df, out_e, out_o, group_pd_x + (k * h + j0), stream_now);
           if (res_out != nullptr) {
             if (res_f32) {
               A* res = static_cast<A*>(res_out) + at;
@@ -504,7 +497,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     if (head + steps * W < h) rest_columns(head + steps * W, h - head - steps * W);
     if (staged) {
       for (size_t k = 0; k < rows; ++k) {
-        StreamLines(pd_x_base + offset + k * h, pd_x_at(offset + k * h), h * sizeof(T));
+        StreamLines(pd_x_base + offset + k * h, group_pd_x + k * h, h * sizeof(T));
       }
     }
     first_group = false;
