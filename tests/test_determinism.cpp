@@ -188,16 +188,16 @@ TEST(Workspace, BoundedIndependentlyOfRowsTimesH) {
   EXPECT_LT(small, 16384 * h * 4 / 20);  // < 5% of one input tensor
   EXPECT_LE(large, small + 2 * 6 * 2 * h * 4);  // 64x the rows: at most 6 more levels per thread
   EXPECT_EQ(grad_workspace_bytes(0, h, Dtype::float32, 2), 0);
-  // Rows that are not whole lines apart (h + 1 float32) add a staged group
-  // per thread, at most 8 rows, over rows of whole lines (h + 16, whose 15
+  // Unfused rows that are not whole lines apart (1001 float32) add a staged
+  // group per thread, at most 8 rows, over rows of whole lines (1008, whose 7
   // more columns of partial sums make the difference a little smaller).
-  const std::int64_t staged = grad_workspace_bytes(16384, h + 1, Dtype::float32, 2);
-  const std::int64_t whole = grad_workspace_bytes(16384, h + 16, Dtype::float32, 2);
+  const std::int64_t staged = grad_workspace_bytes(16384, 1001, Dtype::float32, 2);
+  const std::int64_t whole = grad_workspace_bytes(16384, 1008, Dtype::float32, 2);
   // At least a group of one row per thread (narrow vectors cut float32
-  // groups to alias-free rows), less 15 columns of the rest, which grows
+  // groups to alias-free rows), less 7 columns of the rest, which grows
   // linearly with h.
-  EXPECT_GT(staged - whole, 2 * (h + 1) * 4 - 15 * whole / (h + 16));
-  EXPECT_LE(staged - whole, 2 * (8 * (h + 1) * 4 + 128));
+  EXPECT_GT(staged - whole, 2 * 1001 * 4 - 7 * whole / 1008);
+  EXPECT_LE(staged - whole, 2 * (8 * 1001 * 4 + 128));
 }
 
 }  // namespace

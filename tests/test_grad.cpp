@@ -186,27 +186,32 @@ TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
   // Non-temporal pd_x stores on rows of whole vectors, with pd_x on a cache
   // line or 2, 16 or 48 bytes past one (each row then starts with a head of
   // cached stores; 2 bytes is inside a float32 or float64, which cannot
-  // stream), and on rows that are not whole steps apart (streamed through
-  // the staging buffer, each row at its own line offset): the same bits as
-  // cached stores, within the reference bounds,
-  // and nothing written outside pd_x (check_grad's guards). Rows of one
-  // element have no whole step. The longest rows take the fused loop; 13 rows
-  // end on a short group.
+  // stream), and on rows that are not whole steps apart (each row at its own
+  // line offset: staged, or on AVX-512 with each line shifted into place,
+  // which fused rows take and "shift=1" asks of the others): the same bits
+  // as cached stores, within the reference bounds, and nothing written
+  // outside pd_x (check_grad's guards). Rows of one element have no whole
+  // step. The longest rows take the fused loop, also in groups of 3 (a row
+  // count not compiled in); 13 rows end on a short group.
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
     for (std::int64_t h : std::initializer_list<std::int64_t>{1, 64, 96, 200, 1000, 8192 / elem, 8192 / elem + 8}) {
-      const ScopedPlan fuse(h >= 8192 / elem ? "fused=1" : "");
-      for (int offset : {0, 2, 16, 48}) {
-        Case streamed{spec({13, h}, 1, d)};
-        streamed.stores = Stores::streaming;
-        streamed.pd_x_line_offset = offset;
-        Case cached = streamed;
-        cached.stores = Stores::cached;
-        SCOPED_TRACE("pd_x " + std::to_string(offset) + " bytes past a line");
-        std::vector<unsigned char> streamed_bits, cached_bits;
-        check_grad(streamed, &streamed_bits);
-        check_grad(cached, &cached_bits);
-        EXPECT_EQ(streamed_bits, cached_bits);
+      const bool longest = h >= 8192 / elem;
+      for (const char* plan : {"", "shift=1", "fused=1", "fused=1,group=3"}) {
+        if (longest == (plan[0] != 'f')) continue;
+        const ScopedPlan scoped(plan);
+        for (int offset : {0, 2, 16, 48}) {
+          Case streamed{spec({13, h}, 1, d)};
+          streamed.stores = Stores::streaming;
+          streamed.pd_x_line_offset = offset;
+          Case cached = streamed;
+          cached.stores = Stores::cached;
+          SCOPED_TRACE(std::string("plan '") + plan + "', pd_x " + std::to_string(offset) + " bytes past a line");
+          std::vector<unsigned char> streamed_bits, cached_bits;
+          check_grad(streamed, &streamed_bits);
+          check_grad(cached, &cached_bits);
+          EXPECT_EQ(streamed_bits, cached_bits);
+        }
       }
     }
   }

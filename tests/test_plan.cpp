@@ -18,9 +18,9 @@ using kernels::GradPlan;
 using kernels::PlanInputs;
 using kernels::TargetTraits;
 
-constexpr TargetTraits kAvx512{64, true, true};
-constexpr TargetTraits kAvx2{32, true, false};
-constexpr TargetTraits kSse4{16, true, false};
+constexpr TargetTraits kAvx512{64, true, true, true};
+constexpr TargetTraits kAvx2{32, true, false, false};
+constexpr TargetTraits kSse4{16, true, false, false};
 constexpr CacheSizes kZen5Vm{std::int64_t{1} << 21, std::int64_t{32} << 20};  // 2 MiB L2, 32 MiB L3
 
 PlanInputs inputs(Dtype d, std::int64_t rows, std::int64_t h, int threads, TargetTraits target,
@@ -109,8 +109,13 @@ TEST_F(Plan, RefusedStreamingIsReported) {
   p = kernels::plan_grad(inputs(Dtype::float32, 13, 1000, 1, kAvx512, Stores::streaming));
   EXPECT_TRUE(p.stream_pd_x && p.stage_pd_x) << kernels::describe(p);
   EXPECT_NE(kernels::describe(p).find("staged=1"), std::string::npos) << kernels::describe(p);
+  // Fused rows shift each line into place instead (AVX-512 only).
   p = kernels::plan_grad(inputs(Dtype::bfloat16, 700, 10000, 2, kAvx512));
-  EXPECT_TRUE(p.stream_pd_x && p.stage_pd_x) << kernels::describe(p);
+  EXPECT_TRUE(p.stream_pd_x && p.fused && p.shift_pd_x && !p.stage_pd_x) << kernels::describe(p);
+  EXPECT_NE(kernels::describe(p).find("shift=1"), std::string::npos) << kernels::describe(p);
+  // AVX2 stages them (H = 10000 would be whole 32-byte steps there).
+  p = kernels::plan_grad(inputs(Dtype::bfloat16, 700, 10001, 2, kAvx2));
+  EXPECT_TRUE(p.stream_pd_x && p.stage_pd_x && !p.shift_pd_x) << kernels::describe(p);
   // Rows of whole steps stream in place.
   p = kernels::plan_grad(inputs(Dtype::bfloat16, 700, 9984, 2, kAvx512));
   EXPECT_TRUE(p.stream_pd_x && !p.stage_pd_x) << kernels::describe(p);

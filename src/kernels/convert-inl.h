@@ -408,6 +408,63 @@ inline void StreamLines(void* dst, const void* src, size_t n) {
   std::memcpy(d, s, n);
 }
 
+// The alternative on AVX-512 (the plan's shift_pd_x), with no copy: a row
+// `shift` bytes past a line streams every whole line it covers, the line
+// after step t-1's 64-byte result holding that result's last `shift` bytes
+// and step t's first 64 - shift, joined by one two-vector permute. The row's
+// first and last partial lines take masked cached stores. (Highway 1.0.3
+// has no run-time shift of two vectors, hence the intrinsics.)
+#undef LNGRAD_SHIFTED_LINES
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define LNGRAD_SHIFTED_LINES 1
+template <typename U>  // lanes of the shift: uint16_t (16-bit rows) or uint32_t
+class ShiftedLines {
+ public:
+  using D = hn::Full512<U>;
+  using Line = hn::Vec<D>;
+
+  // The row whose first step stores at `row`.
+  void Begin(const void* row) {
+    shift_ = reinterpret_cast<uintptr_t>(row) % 64;
+    k_ = shift_ / sizeof(U);
+    index_ = hn::Add(hn::Iota(D(), 0), hn::Set(D(), static_cast<U>(kLanes - k_)));
+  }
+  // The result of the step at `at`; the row's first step when `first`.
+  HWY_INLINE void Put(Line v, void* at, bool first) {
+    if (first) {
+      hn::BlendedStore(v, hn::FirstN(D(), kLanes - k_), D(), static_cast<U*>(at));
+    } else {
+      hn::Stream(Join(prev_, v), D(), reinterpret_cast<U*>(static_cast<unsigned char*>(at) - shift_));
+    }
+    prev_ = v;
+  }
+  // The last step's remaining bytes; `end` is where the next step would go.
+  void Finish(void* end) const {
+    if (k_ == 0) return;
+    hn::BlendedStore(Join(prev_, prev_), hn::FirstN(D(), k_), D(),
+                     reinterpret_cast<U*>(static_cast<unsigned char*>(end) - shift_));
+  }
+
+ private:
+  static constexpr size_t kLanes = 64 / sizeof(U);
+  // Lanes [0, k) from lo's last k, the rest from hi's first.
+  HWY_INLINE Line Join(Line lo, Line hi) const {
+    if constexpr (sizeof(U) == 2) {
+      return Line{_mm512_permutex2var_epi16(lo.raw, index_.raw, hi.raw)};
+    } else {
+      return Line{_mm512_permutex2var_epi32(lo.raw, index_.raw, hi.raw)};
+    }
+  }
+  // Set by Begin and the first Put (a member initializer would be compiled
+  // outside the target's attributes).
+  Line index_;  // lane i takes lane i + kLanes - k of (lo, hi)
+  Line prev_;
+  size_t shift_ = 0, k_ = 0;
+};
+#else
+#define LNGRAD_SHIFTED_LINES 0
+#endif
+
 // Tails (fewer than Lanes elements): masked loads and stores where a masked
 // access cannot fault past the mask (AVX-512, SVE); elsewhere through a zeroed
 // lane-sized buffer. Either way the lanes past the tail read as +0.

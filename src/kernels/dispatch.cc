@@ -95,6 +95,7 @@ TargetTraits Traits() {
   t.vector_bytes = static_cast<int64_t>(hn::Lanes(RowTag<float>()) * sizeof(float));
   t.bf16_pairs = kInPairs<bf16>;
   t.f16_pair_steps = kF16LineSteps<f16>;
+  t.shifts_lines = LNGRAD_SHIFTED_LINES != 0;
   return t;
 }
 

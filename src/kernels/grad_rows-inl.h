@@ -84,10 +84,31 @@ HWY_INLINE void ForEachRow(Rows rows, const Body& body) {
   }
 }
 
+// The store kind of whole steps of rows streamed by ShiftedLines, one per
+// row of the group (beside std::true_type, streamed, and std::false_type,
+// cached).
+template <class Lines>
+struct ShiftedStores : std::true_type {
+  Lines* lines;
+};
+template <class S>
+struct IsShiftedStores : std::false_type {};
+template <class Lines>
+struct IsShiftedStores<ShiftedStores<Lines>> : std::true_type {};
+template <class S>
+constexpr bool kShiftedStores = IsShiftedStores<S>::value;
+
+// Lanes of ShiftedLines for rows of T.
+template <typename T>
+using ShiftLane = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+
 // kPdX and kAcc (the column sums) select compiled variants; res_for_gamma,
 // rarer, is a run-time branch, which keeps the number of instantiations (and
 // the build time of this file under the sanitizers) down.
-template <class DF, typename T, bool kPdX, bool kAcc>
+// kShifted: pd_x streams by ShiftedLines (GradRowsFor checks that it can),
+// in a compiled copy of its own: sharing a function with the other store
+// kinds' loops slowed those by up to 1.5x (GCC 12; docs/TUNING.md).
+template <class DF, typename T, bool kPdX, bool kAcc, bool kShifted = false>
 void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const BlockSums* block_sums) {
   using A = hn::TFromD<DF>;
   const DF df;
@@ -131,10 +152,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // Streamed pd_x (when the plan says so): whole steps from a head of cached
   // stores on.
   size_t head = 0;
-  const bool stream = StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
+  const bool stream =
+      !kShifted && StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
   // Rows that are not whole steps apart stream through the staging buffer
-  // (StreamLines) when the plan says so.
-  const bool staged = kPdX && args.stream_pd_x && args.stage_pd_x && !stream &&
+  // (StreamLines) when the plan says so, or shifted (kShifted).
+  const bool staged = !kShifted && kPdX && args.stream_pd_x && args.stage_pd_x && !stream &&
                       reinterpret_cast<uintptr_t>(args.pd_x) % sizeof(T) == 0;
   unsigned char* const staging = staged ? StagingBuffer(group * h * sizeof(T)) : nullptr;
   if constexpr (kPairs) {  // pass 2's pairs then start at the head
@@ -302,6 +324,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           T* pd_x = group_pd_x + (k * h + j0);
           if (!full) {
             StoreTail(df, out, pd_x, n);
+          } else if constexpr (kShiftedStores<decltype(stream_now)>) {
+            if constexpr (!kPairSteps) {
+              stream_now.lines[k].Put(hn::BitCast(hn::Repartition<ShiftLane<T>, DF>(), out), pd_x, j0 == 0);
+            }
           } else if (stream_now) {
             StreamAs(df, out, pd_x);
           } else {
@@ -346,7 +372,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           LoadPairAs(df, x_base + at, x_e, x_o);
           const auto out_e = row_vector(coef[k], d_e, x_e, gam_e, res_e);
           const auto out_o = row_vector(coef[k], d_o, x_o, gam_o, res_o);
-          if constexpr (kPdX) StorePairAs(df, out_e, out_o, group_pd_x + (k * h + j0), stream_now);
+          if constexpr (kShiftedStores<decltype(stream_now)>) {
+            stream_now.lines[k].Put(EncodePair(df, out_e, out_o, pd_x_base), group_pd_x + (k * h + j0), j0 == 0);
+          } else if constexpr (kPdX) {
+            StorePairAs(df, out_e, out_o, group_pd_x + (k * h + j0), stream_now);
+          }
           if (res_out != nullptr) {
             if (res_f32) {
               A* res = static_cast<A*>(res_out) + at;
@@ -470,30 +500,54 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // store kind: under clang 14's ASan+UBSan this file then takes 6 minutes,
     // over 14 with all six. The copies are one source instantiated with other
     // constants, touching the same addresses; the ordinary build tests them.
-#if LNGRAD_SANITIZED
-    if (rows == 4) {
-      whole_steps(stream, std::integral_constant<size_t, 4>());
-    } else {
-      whole_steps(stream, rows);
-    }
-#else
-    auto compiled_steps = [&](auto row_count) HWY_ATTR __attribute__((always_inline)) {
-      if (stream) {
-        whole_steps(std::true_type(), row_count);
-      } else {
-        whole_steps(std::false_type(), row_count);
-      }
-    };
-    if (rows == 4) {
-      compiled_steps(std::integral_constant<size_t, 4>());
-    } else if (rows == 1) {
-      compiled_steps(std::integral_constant<size_t, 1>());
-    } else if (rows == 2) {
-      compiled_steps(std::integral_constant<size_t, 2>());
-    } else {
-      whole_steps(stream, rows);
-    }
+    // Shifted lines: groups of 4 and 2 (float32 pairs) compiled in.
+    auto shifted_steps = [&]() HWY_ATTR __attribute__((always_inline)) {
+#if LNGRAD_SHIFTED_LINES
+      if (steps == 0) return;
+      ShiftedLines<ShiftLane<T>> lines[kMaxGroupRows];
+      for (size_t k = 0; k < rows; ++k) lines[k].Begin(group_pd_x + k * h);
+      const ShiftedStores<ShiftedLines<ShiftLane<T>>> shifted{{}, lines};
+#if !LNGRAD_SANITIZED
+      if (rows == 4) {
+        whole_steps(shifted, std::integral_constant<size_t, 4>());
+      } else if (rows == 2) {
+        whole_steps(shifted, std::integral_constant<size_t, 2>());
+      } else
 #endif
+      {
+        whole_steps(shifted, rows);
+      }
+      for (size_t k = 0; k < rows; ++k) lines[k].Finish(group_pd_x + k * h + steps * W);
+#endif
+    };
+    if constexpr (kShifted) {
+      shifted_steps();
+    } else {
+#if LNGRAD_SANITIZED
+      if (rows == 4) {
+        whole_steps(stream, std::integral_constant<size_t, 4>());
+      } else {
+        whole_steps(stream, rows);
+      }
+#else
+      auto compiled_steps = [&](auto row_count) HWY_ATTR __attribute__((always_inline)) {
+        if (stream) {
+          whole_steps(std::true_type(), row_count);
+        } else {
+          whole_steps(std::false_type(), row_count);
+        }
+      };
+      if (rows == 4) {
+        compiled_steps(std::integral_constant<size_t, 4>());
+      } else if (rows == 1) {
+        compiled_steps(std::integral_constant<size_t, 1>());
+      } else if (rows == 2) {
+        compiled_steps(std::integral_constant<size_t, 2>());
+      } else {
+        whole_steps(stream, rows);
+      }
+#endif
+    }
     if (head + steps * W < h) rest_columns(head + steps * W, h - head - steps * W);
     if (staged) {
       for (size_t k = 0; k < rows; ++k) {
@@ -504,12 +558,18 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     std::swap(coef, coef_next);
   }
   if (row_end > row_begin) finish_block();
-  if (stream || staged) hwy::FlushStream();  // order the streamed stores before returning
+  if (stream || staged || kShifted) hwy::FlushStream();  // order the streamed stores before returning
 }
 
 template <class DF, typename T>
 void GradRowsFor(const GradArgs& args, int64_t b, int64_t e, const BlockSums* sums) {
   const bool pdx = args.pd_x != nullptr, acc = sums != nullptr;
+#if LNGRAD_SHIFTED_LINES
+  if (pdx && args.stream_pd_x && args.shift_pd_x && reinterpret_cast<uintptr_t>(args.pd_x) % sizeof(T) == 0) {
+    if (acc) return GradRowsT<DF, T, true, true, true>(args, b, e, sums);
+    return GradRowsT<DF, T, true, false, true>(args, b, e, sums);
+  }
+#endif
   if (pdx && acc) return GradRowsT<DF, T, true, true>(args, b, e, sums);
   if (pdx) return GradRowsT<DF, T, true, false>(args, b, e, sums);
   // Every caller asks for pd_x or column sums (or both).

@@ -141,8 +141,8 @@ bool streamable(const PlanInputs& in, bool f16_steps, bool* stage, std::string* 
 // ---- The override (LNGRAD_PLAN / set_plan_override). ---------------------------
 
 struct Override {
-  std::optional<std::int64_t> threads, group, fused, stream, prefetch_l1, prefetch_l2, ahead;
-  bool any() const { return threads || group || fused || stream || prefetch_l1 || prefetch_l2 || ahead; }
+  std::optional<std::int64_t> threads, group, fused, stream, shift, prefetch_l1, prefetch_l2, ahead;
+  bool any() const { return threads || group || fused || stream || shift || prefetch_l1 || prefetch_l2 || ahead; }
 };
 
 std::optional<std::int64_t>* field(Override& o, std::string_view key) {
@@ -150,6 +150,7 @@ std::optional<std::int64_t>* field(Override& o, std::string_view key) {
   if (key == "group") return &o.group;
   if (key == "fused") return &o.fused;
   if (key == "stream") return &o.stream;
+  if (key == "shift") return &o.shift;
   if (key == "prefetch_l1") return &o.prefetch_l1;
   if (key == "prefetch_l2") return &o.prefetch_l2;
   if (key == "ahead") return &o.ahead;
@@ -161,7 +162,7 @@ struct Range {
 };
 Range range_of(std::string_view key) {
   if (key == "group") return {1, kMaxGroupRows};
-  if (key == "fused" || key == "stream") return {0, 1};
+  if (key == "fused" || key == "stream" || key == "shift") return {0, 1};
   if (key == "threads") return {1, 4096};
   if (key == "ahead") return {0, 1};  // off or on; the distance follows GroupsAhead
   return {0, std::int64_t{1} << 20};  // prefetch distances in bytes
@@ -178,7 +179,7 @@ Override parse_override(std::string_view spec) {
     const std::string_view key = item.substr(0, eq);
     std::optional<std::int64_t>* slot = field(o, key);
     if (slot == nullptr) {
-      throw Error("plan: expected keys threads, group, fused, stream, prefetch_l1, prefetch_l2, ahead; given '" +
+      throw Error("plan: expected keys threads, group, fused, stream, shift, prefetch_l1, prefetch_l2, ahead; given '" +
                   std::string(item) + "'");
     }
     const std::string value(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
@@ -315,6 +316,12 @@ GradPlan plan_grad(const PlanInputs& in) {
     }
   }
   p.stream_pd_x = stream && streamable(in, true, &p.stage_pd_x, &p.notes);
+  // Staged rows that fuse shift their lines into place instead, where the
+  // target can: a group's staged copy came out in one burst of stores that
+  // did not overlap the next group's work.
+  p.shift_pd_x = p.stage_pd_x && in.target.shifts_lines && p.fused;
+  if (o.shift) p.shift_pd_x = p.stage_pd_x && in.target.shifts_lines && *o.shift != 0;
+  if (p.shift_pd_x) p.stage_pd_x = false;
   return p;
 }
 
@@ -341,6 +348,7 @@ std::string describe(const GradPlan& p) {
     << " prefetch_l1=" << p.prefetch_l1_bytes << " prefetch_l2=" << p.prefetch_l2_bytes
     << " ahead=" << p.groups_ahead;
   if (p.stage_pd_x) s << " staged=1";  // streamed through the staging buffer (not an override key)
+  if (p.shift_pd_x) s << " shift=1";
   if (!p.notes.empty()) s << " (" << p.notes.substr(0, p.notes.size() - 2) << ")";
   return s.str();
 }

@@ -34,6 +34,7 @@ struct TargetTraits {
   std::int64_t vector_bytes = 64;  // one float (or double) vector
   bool bf16_pairs = true;          // bfloat16 rows go in (even, odd) vector pairs
   bool f16_pair_steps = true;      // float16 rows go two vectors per column step
+  bool shifts_lines = true;        // can stream rows off a line by shifting results (AVX-512)
 };
 
 struct CacheSizes {
@@ -61,6 +62,7 @@ struct GradPlan {
   bool fused = false;           // pass 1 of the next group inside pass 2 of this one
   bool stream_pd_x = false;     // non-temporal pd_x stores
   bool stage_pd_x = false;      // ... through a staging buffer: rows not whole steps apart
+  bool shift_pd_x = false;      // ... or with each line shifted into place (instead of staged)
   std::int64_t prefetch_l1_bytes = 0;  // fused pass 1 prefetches this far ahead into the L1
   std::int64_t prefetch_l2_bytes = 0;  // ... and this far into the L2 (0: not)
   std::int64_t groups_ahead = 0;       // unfused: prefetch the group this many ahead (0: not)
