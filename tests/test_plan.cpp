@@ -155,6 +155,12 @@ TEST_F(Plan, BetaAndForwardDecisions) {
   EXPECT_FALSE(kernels::plan_forward(inputs(Dtype::float32, 1024, 1024, 2, kAvx512)).stream_y);
   // float16 y in single-vector steps of 32 bytes: rows of 8 KiB are whole steps.
   EXPECT_TRUE(kernels::plan_forward(inputs(Dtype::float16, 16384, 4096, 2, kAvx512)).stream_y);
+  // y of rows that are not whole steps apart stays cached (staging it measured
+  // level), and the plan says why.
+  const kernels::ForwardPlan f =
+      kernels::plan_forward(inputs(Dtype::bfloat16, 16384, 1000, 2, kAvx512, Stores::streaming));
+  EXPECT_FALSE(f.stream_y);
+  EXPECT_NE(kernels::describe(f).find("not whole 64-byte steps"), std::string::npos) << kernels::describe(f);
 }
 
 TEST_F(Plan, OverrideReplacesTheRulesChoices) {

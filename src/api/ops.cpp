@@ -509,7 +509,6 @@ void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma, std::op
   args.rstd = rstd.data;
   const kernels::ForwardPlan plan = kernels::plan_forward(plan_inputs(x.dtype, rows, h, threads, options.y_stores, y.data));
   args.stream_y = plan.stream_y;
-  args.stage_y = plan.stage_y;
   if (x.dtype == Dtype::float64) {
     args.gamma = widen_param<double>(gamma, h, 1.0, 0);
     args.beta = widen_param<double>(beta, h, 0.0, 2);

@@ -41,10 +41,6 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   // stores on, as GradRowsT's pd_x.
   size_t head = 0;
   const bool stream = StreamRows(args.stream_y, args.y, h, sizeof(T), (kEvenOdd ? 2 * N : N) * sizeof(T), &head);
-  // Rows that are not whole stores apart stream through the staging buffer
-  // (StreamLines), as GradRowsT's pd_x.
-  const bool staged = args.stream_y && args.stage_y && !stream && reinterpret_cast<uintptr_t>(args.y) % sizeof(T) == 0;
-  unsigned char* const staging = staged ? StagingBuffer(h * sizeof(T)) : nullptr;
   // gamma and beta in pair order for y's whole pairs (from the head).
   const A* gamma_p = gamma;
   const A* beta_p = beta;
@@ -65,8 +61,7 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   };
   for (int64_t r = row_begin; r < row_end; ++r) {
     const T* x = static_cast<const T*>(args.x) + static_cast<size_t>(r) * h;
-    T* const y_row = static_cast<T*>(args.y) + static_cast<size_t>(r) * h;
-    T* const y = staged ? StagedAt(staging, y_row) : y_row;
+    T* y = static_cast<T*>(args.y) + static_cast<size_t>(r) * h;
     // Two-pass (centred) statistics over the cached row, each sum in the
     // order of row_sums-inl.h (the same bits on every target with FMA).
     const T* x_rest = whole < h ? rest.Fill(x + whole, h - whole) : nullptr;
@@ -121,12 +116,11 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
       }
     }
     cached_up_to(h);
-    if (staged) StreamLines(y_row, y, h * sizeof(T));
     store_scalar(args.mean, args.stat_dtype, r, mean);
     store_scalar(args.variance, args.stat_dtype, r, variance);
     if (args.rstd != nullptr) store_scalar(args.rstd, args.stat_dtype, r, rstd);
   }
-  if (stream || staged) hwy::FlushStream();  // order the streamed stores before returning
+  if (stream) hwy::FlushStream();  // order the streamed stores before returning
 }
 
 void ForwardRows(const ForwardArgs& args, int64_t b, int64_t e) {

@@ -65,7 +65,6 @@ struct ForwardArgs {
   void* variance = nullptr;
   void* rstd = nullptr;  // may be null
   bool stream_y = false;  // the plan's (see ForwardPlan)
-  bool stage_y = false;
 };
 
 // Where column sums go: before the first row of each block of block_rows

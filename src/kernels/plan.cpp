@@ -123,9 +123,9 @@ bool stream_wanted(const PlanInputs& in, int tensors) {
 }
 
 // The kernels stream whole column steps of an output that starts on an
-// element boundary (else its stores stay cached, and notes say so): in place
-// when rows are a whole number of steps, else through a staging buffer at each
-// row's offset within a line (*stage set).
+// element boundary: in place when rows are a whole number of steps, else,
+// where stage is given (pd_x), through a staging buffer at each row's offset
+// within a line (*stage set). Otherwise stores stay cached, and notes say so.
 bool streamable(const PlanInputs& in, bool f16_steps, bool* stage, std::string* notes) {
   const std::int64_t es = storage_bytes(in.dtype);
   const std::int64_t step_bytes = step_elements(in, f16_steps) * es;
@@ -134,8 +134,14 @@ bool streamable(const PlanInputs& in, bool f16_steps, bool* stage, std::string* 
               " bytes past a line, inside an element; ";
     return false;
   }
-  *stage = in.h * es % step_bytes != 0;
-  return true;
+  if (in.h * es % step_bytes == 0) return true;
+  if (stage != nullptr) {
+    *stage = true;
+    return true;
+  }
+  *notes += "stream refused: rows of " + std::to_string(in.h * es) + " bytes are not whole " +
+            std::to_string(step_bytes) + "-byte steps; ";
+  return false;
 }
 
 // ---- The override (LNGRAD_PLAN / set_plan_override). ---------------------------
@@ -338,7 +344,9 @@ ForwardPlan plan_forward(const PlanInputs& in) {
   ForwardPlan p;
   const Override o = current_override();
   p.threads = threads_for(in, o);
-  p.stream_y = stream_wanted(with_asked_stores(in, o), 2) && streamable(in, false, &p.stage_y, &p.notes);  // x and y
+  // x and y. Rows that are not whole steps apart stay cached: staged, they
+  // measured level (docs/TUNING.md).
+  p.stream_y = stream_wanted(with_asked_stores(in, o), 2) && streamable(in, false, nullptr, &p.notes);
   return p;
 }
 
@@ -359,7 +367,6 @@ std::string describe(const BetaPlan& p) {
 
 std::string describe(const ForwardPlan& p) {
   std::string s = "threads=" + std::to_string(p.threads) + " stream=" + std::to_string(p.stream_y ? 1 : 0);
-  if (p.stage_y) s += " staged=1";
   if (!p.notes.empty()) s += " (" + p.notes.substr(0, p.notes.size() - 2) + ")";
   return s;
 }

@@ -77,7 +77,6 @@ struct BetaPlan {
 struct ForwardPlan {
   int threads = 1;
   bool stream_y = false;
-  bool stage_y = false;  // ... through a staging buffer: rows not whole steps apart
   std::string notes;
 };
 
