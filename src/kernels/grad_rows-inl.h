@@ -156,8 +156,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       !kShifted && StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
   // Rows that are not whole steps apart stream through the staging buffer
   // (StreamLines) when the plan says so, or shifted (kShifted).
-  const bool staged = !kShifted && kPdX && args.stream_pd_x && args.stage_pd_x && !stream &&
-                      reinterpret_cast<uintptr_t>(args.pd_x) % sizeof(T) == 0;
+  const bool staged = !kShifted && kPdX && args.stream_pd_x && args.stage_pd_x && !stream;
   unsigned char* const staging = staged ? StagingBuffer(group * h * sizeof(T)) : nullptr;
   if constexpr (kPairs) {  // pass 2's pairs then start at the head
     if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
@@ -324,10 +323,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           T* pd_x = group_pd_x + (k * h + j0);
           if (!full) {
             StoreTail(df, out, pd_x, n);
-          } else if constexpr (kShiftedStores<decltype(stream_now)>) {
-            if constexpr (!kPairSteps) {
-              stream_now.lines[k].Put(hn::BitCast(hn::Repartition<ShiftLane<T>, DF>(), out), pd_x, j0 == 0);
-            }
+          } else if constexpr (kShiftedStores<decltype(stream_now)>) {  // float32, float64
+            stream_now.lines[k].Put(hn::BitCast(hn::Repartition<ShiftLane<T>, DF>(), out), pd_x, j0 == 0);
           } else if (stream_now) {
             StreamAs(df, out, pd_x);
           } else {
@@ -500,28 +497,26 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // store kind: under clang 14's ASan+UBSan this file then takes 6 minutes,
     // over 14 with all six. The copies are one source instantiated with other
     // constants, touching the same addresses; the ordinary build tests them.
-    // Shifted lines: groups of 4 and 2 (float32 pairs) compiled in.
-    auto shifted_steps = [&]() HWY_ATTR __attribute__((always_inline)) {
-#if LNGRAD_SHIFTED_LINES
-      if (steps == 0) return;
-      ShiftedLines<ShiftLane<T>> lines[kMaxGroupRows];
-      for (size_t k = 0; k < rows; ++k) lines[k].Begin(group_pd_x + k * h);
-      const ShiftedStores<ShiftedLines<ShiftLane<T>>> shifted{{}, lines};
-#if !LNGRAD_SANITIZED
-      if (rows == 4) {
-        whole_steps(shifted, std::integral_constant<size_t, 4>());
-      } else if (rows == 2) {
-        whole_steps(shifted, std::integral_constant<size_t, 2>());
-      } else
-#endif
-      {
-        whole_steps(shifted, rows);
-      }
-      for (size_t k = 0; k < rows; ++k) lines[k].Finish(group_pd_x + k * h + steps * W);
-#endif
-    };
     if constexpr (kShifted) {
-      shifted_steps();
+      // Shifted lines: groups of 4 and 2 (float32 pairs) compiled in.
+#if LNGRAD_SHIFTED_LINES
+      if (steps != 0) {
+        ShiftedLines<ShiftLane<T>> lines[kMaxGroupRows];
+        for (size_t k = 0; k < rows; ++k) lines[k].Begin(group_pd_x + k * h);
+        const ShiftedStores<ShiftedLines<ShiftLane<T>>> shifted{{}, lines};
+#if !LNGRAD_SANITIZED
+        if (rows == 4) {
+          whole_steps(shifted, std::integral_constant<size_t, 4>());
+        } else if (rows == 2) {
+          whole_steps(shifted, std::integral_constant<size_t, 2>());
+        } else
+#endif
+        {
+          whole_steps(shifted, rows);
+        }
+        for (size_t k = 0; k < rows; ++k) lines[k].Finish(group_pd_x + k * h + steps * W);
+      }
+#endif
     } else {
 #if LNGRAD_SANITIZED
       if (rows == 4) {

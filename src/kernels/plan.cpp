@@ -325,8 +325,8 @@ GradPlan plan_grad(const PlanInputs& in) {
   // Staged rows that fuse shift their lines into place instead, where the
   // target can: a group's staged copy came out in one burst of stores that
   // did not overlap the next group's work.
-  p.shift_pd_x = p.stage_pd_x && in.target.shifts_lines && p.fused;
-  if (o.shift) p.shift_pd_x = p.stage_pd_x && in.target.shifts_lines && *o.shift != 0;
+  const bool shift_wanted = o.shift ? *o.shift != 0 : p.fused;
+  p.shift_pd_x = p.stage_pd_x && in.target.shifts_lines && shift_wanted;
   if (p.shift_pd_x) p.stage_pd_x = false;
   return p;
 }
