@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -111,6 +112,57 @@ TEST(Determinism, GradBetaBitIdenticalForAnyThreadCount) {
       first_b = b;
     } else {
       ASSERT_TRUE(g.bytes_equal(first_g) && b.bytes_equal(first_b)) << threads;
+    }
+  }
+}
+
+// float32 gamma, beta, pd_gamma and pd_beta that start on a 64-byte line are
+// used in place; others are copied to (or summed in) scratch on a line. Both
+// ways give the same bits: only where the values sit differs.
+TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
+  for (Dtype d : {Dtype::float32, Dtype::bfloat16}) {
+    // One block of column sums (64 rows) and several (3000), a tail (1000).
+    for (Shape shape : {Shape{64, 1000}, Shape{3000, 1000}, Shape{64, 4096}}) {
+      SCOPED_TRACE(std::string(dtype_name(d)) + " " + shape.str());
+      ProblemSpec s;
+      s.x_shape = shape;
+      s.dtype = d;
+      Problem p = make_problem(s);
+      const std::int64_t h = p.h;
+      // Four float32 arrays of h, each on a line plus `offset` elements.
+      auto on_line_plus = [h](std::vector<float>& storage, int offset) {
+        storage.assign(static_cast<std::size_t>(h + 32), 0.0f);
+        const auto past = reinterpret_cast<std::uintptr_t>(storage.data()) % 64;
+        return storage.data() + (64 - past) % 64 / sizeof(float) + offset;
+      };
+      Buffer outputs[2][4];  // [offset 0 or 1][pd_x, pd_gamma, pd_beta, y]
+      for (int offset : {0, 1}) {
+        std::vector<float> gamma_s, beta_s, pd_gamma_s, pd_beta_s;
+        float* gamma = on_line_plus(gamma_s, offset);
+        float* beta = on_line_plus(beta_s, offset);
+        float* pd_gamma = on_line_plus(pd_gamma_s, offset);
+        float* pd_beta = on_line_plus(pd_beta_s, offset);
+        for (std::int64_t j = 0; j < h; ++j) {
+          gamma[j] = static_cast<float>(p.gamma.get(j));
+          beta[j] = static_cast<float>(0.25 * p.gamma.get(h - 1 - j));
+        }
+        const Shape hs{h};
+        Buffer pd_x(d, p.rows * h), y(d, p.rows * h), mean(p.stat_dtype, p.rows), var(p.stat_dtype, p.rows);
+        layer_norm_grad(p.dy.cview(p.x_shape), p.x.cview(p.x_shape), p.variance.cview(p.stat_shape),
+                        p.mean.cview(p.stat_shape), ConstTensorView{gamma, Dtype::float32, hs},
+                        pd_x.view(p.x_shape), TensorView{pd_gamma, Dtype::float32, hs},
+                        TensorView{pd_beta, Dtype::float32, hs});
+        layer_norm(p.x.cview(p.x_shape), ConstTensorView{gamma, Dtype::float32, hs},
+                   ConstTensorView{beta, Dtype::float32, hs}, y.view(p.x_shape), mean.view(p.stat_shape),
+                   var.view(p.stat_shape), TensorView{});
+        outputs[offset][0] = pd_x;
+        outputs[offset][1] = Buffer(Dtype::float32, std::vector<double>(pd_gamma, pd_gamma + h));
+        outputs[offset][2] = Buffer(Dtype::float32, std::vector<double>(pd_beta, pd_beta + h));
+        outputs[offset][3] = y;
+      }
+      for (int k = 0; k < 4; ++k) EXPECT_TRUE(outputs[0][k].bytes_equal(outputs[1][k])) << "output " << k;
+      // And the values are real: pd_gamma is not left zero.
+      EXPECT_NE(outputs[1][1].get(0), 0.0);
     }
   }
 }

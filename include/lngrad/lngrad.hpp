@@ -168,8 +168,9 @@ void layer_norm(ConstTensorView x, std::optional<ConstTensorView> gamma,
 
 // Bytes of scratch layer_norm_grad keeps for rows x h (normalized size) in
 // x_dtype on num_threads threads (0: all cores): the pd_gamma/pd_beta
-// partial sums, O((32 + threads*log2(rows)) * h), for bfloat16 two
-// reordered copies of gamma per thread, and where pd_x streams but its rows
+// partial sums, O((32 + threads*log2(rows)) * h), a copy of gamma (where it
+// is not float32 on a 64-byte line), for bfloat16 two reordered copies of
+// gamma per thread, and where pd_x streams but its rows
 // are not whole 64-byte lines apart, one group of at most 8 rows per thread
 // to stage them; independent of rows*h otherwise.
 // It is allocated once per calling thread and reused.

@@ -2,6 +2,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/aligned.hpp"
 #include "kernels/kernels.hpp"
 #include "lngrad/lngrad.hpp"
 #include "runtime/row_reduce.hpp"
@@ -52,9 +53,8 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
   if (rows < 1 || h < 1) return 0;
   const int threads = kernels::plan_threads(num_threads > 0 ? num_threads : runtime::available_cores(), rows, h);
   const std::int64_t acc = x_dtype == Dtype::float64 ? 8 : 4;
-  // + the final sums, and for bfloat16 gamma in the kernels' pair order
-  // (two copies per thread).
-  const std::int64_t pair_gamma = x_dtype == Dtype::bfloat16 ? std::int64_t{threads} * 2 * h * acc : 0;
+  // + for bfloat16, gamma in the kernels' pair order (two copies per thread).
+  const std::int64_t pair_gamma = x_dtype == Dtype::bfloat16 ? std::int64_t{threads} * 2 * line_padded<float>(h) * 4 : 0;
   // + where pd_x rows that are not whole steps apart stream (as they may when
   // asked, or beyond the LLC), one staged group of rows per thread.
   const kernels::GradPlan streamed =
@@ -63,7 +63,10 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
   if (streamed.stage_pd_x) {
     staging = std::int64_t{threads} * (streamed.group_rows * h * static_cast<std::int64_t>(dtype_size(x_dtype)) + 128);
   }
-  return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 2 * h * acc + pair_gamma + staging;
+  // + the final sums and gamma, each on its own lines, where the caller's are
+  // not (or not of the accumulator type).
+  const std::int64_t padded = acc == 8 ? line_padded<double>(h) : line_padded<float>(h);
+  return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 3 * padded * acc + pair_gamma + staging;
 }
 std::string describe_plan(Op op, std::int64_t rows, std::int64_t h, Dtype dtype, int num_threads, Stores stores) {
   if (rows < 1 || h < 1) {

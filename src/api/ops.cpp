@@ -2,11 +2,13 @@
 // the row kernels through the runtime. No formula lives here.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "api/validate.hpp"
+#include "common/aligned.hpp"
 #include "common/scalar.hpp"
 #include "kernels/kernels.hpp"
 #include "lngrad/lngrad.hpp"
@@ -123,21 +125,24 @@ void check_statistic_shape(const Checker& c, const char* name, const Shape& give
 }
 
 template <typename A>
-std::vector<A>& scratch(int slot) {
-  static thread_local std::vector<A> buffers[3];
+LineVector<A>& scratch(int slot) {
+  static thread_local LineVector<A> buffers[3];
   return buffers[slot];
 }
 
-// gamma (or beta) as h values of the accumulator type: the caller's own
-// buffer when it already is, else widened into scratch; absent -> fill.
+// gamma (or beta) as h values of the accumulator type, starting on a line:
+// the caller's own buffer when it already is, else widened or copied into
+// scratch; absent -> fill.
 template <typename A>
 const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot) {
   constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
-  if (p && p->dtype == kAccDtype) return static_cast<const A*>(p->data);
-  std::vector<A>& buf = scratch<A>(slot);
+  if (p && p->dtype == kAccDtype && on_line(p->data)) return static_cast<const A*>(p->data);
+  LineVector<A>& buf = scratch<A>(slot);
   buf.resize(static_cast<std::size_t>(h));
   if (!p) {
     std::fill(buf.begin(), buf.end(), fill);
+  } else if (p->dtype == kAccDtype) {
+    std::memcpy(buf.data(), p->data, sizeof(A) * static_cast<std::size_t>(h));
   } else if constexpr (sizeof(A) == sizeof(float)) {
     kernels::active().to_f32(p->dtype, p->data, buf.data(), h);
   } else {
@@ -147,11 +152,12 @@ const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A 
 }
 
 // Where the column sums for `dst` go: dst itself when it holds the
-// accumulator type (no copy), else `fallback`, to be stored by store_params.
+// accumulator type and starts on a line (no copy), else `fallback`, to be
+// stored by store_params.
 template <typename A>
 A* sums_into(const TensorView& dst, A* fallback) {
   constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
-  return dst.data != nullptr && dst.dtype == kAccDtype ? static_cast<A*>(dst.data) : fallback;
+  return dst.data != nullptr && dst.dtype == kAccDtype && on_line(dst.data) ? static_cast<A*>(dst.data) : fallback;
 }
 
 // Stores column sums into dst unless sums_into put them there already.
@@ -159,10 +165,11 @@ template <typename A>
 void store_params(const A* src, const TensorView& dst, std::int64_t h) {
   if (src == dst.data) return;
   if (dst.data == nullptr) return;
-  if constexpr (sizeof(A) == sizeof(float)) {
+  constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
+  if (dst.dtype == kAccDtype) {  // summed off the caller's line (sums_into)
+    std::memcpy(dst.data, src, sizeof(A) * static_cast<std::size_t>(h));
+  } else if constexpr (sizeof(A) == sizeof(float)) {
     kernels::active().from_f32(dst.dtype, src, dst.data, h);
-  } else if (dst.dtype == Dtype::float64) {
-    std::copy(src, src + h, static_cast<double*>(dst.data));
   } else {
     for (std::int64_t j = 0; j < h; ++j) store_scalar(dst.data, dst.dtype, j, src[j]);
   }
@@ -179,10 +186,11 @@ template <typename A>
 void sum_columns(std::int64_t rows, std::int64_t h, int threads,
                  runtime::FunctionRef<void(std::int64_t, std::int64_t, const kernels::BlockSums&)> kernel,
                  const ColumnSums& sums) {
-  std::vector<A>& out = scratch<A>(1);
-  out.resize(static_cast<std::size_t>(2 * h));
+  LineVector<A>& out = scratch<A>(1);
+  const std::int64_t half = line_padded<A>(h);
+  out.resize(static_cast<std::size_t>(2 * half));
   A* const sum_gamma = sums_into(sums.pd_gamma, out.data());
-  A* const sum_beta = sums_into(sums.pd_beta, out.data() + h);
+  A* const sum_beta = sums_into(sums.pd_beta, out.data() + half);
   auto fn = [&](std::int64_t b, std::int64_t e, runtime::NextBlockFn<A> next) {
     auto next_untyped = [&](void** gamma, void** beta) {
       A* g = nullptr;

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/aligned.hpp"
 #include "lngrad/half.hpp"
 
 #include <hwy/cache_control.h>
@@ -212,11 +213,13 @@ constexpr bool kF16LineSteps = std::is_same_v<T, f16> && HWY_MAX_BYTES >= 64;
 template <class DF>
 using PairOrder = decltype(hn::SetTableIndices(DF(), static_cast<const int32_t*>(nullptr)));
 
-// The calling thread's buffer for PairOrdered copies; grows, never shrinks
-// (part of grad_workspace_bytes; layer_norm uses it too).
-inline float* PairScratch(size_t n) {
-  static thread_local std::vector<float> buffer;
-  if (buffer.size() < n) buffer.resize(n);
+// The calling thread's buffer for two PairOrdered copies of h floats, the
+// second at PairScratchStride(h), both on a line; grows, never shrinks (part
+// of grad_workspace_bytes; layer_norm uses it too).
+inline size_t PairScratchStride(size_t h) { return static_cast<size_t>(line_padded<float>(static_cast<int64_t>(h))); }
+inline float* PairScratch(size_t h) {
+  static thread_local LineVector<float> buffer;
+  if (buffer.size() < 2 * PairScratchStride(h)) buffer.resize(2 * PairScratchStride(h));
   return buffer.data();
 }
 

@@ -46,9 +46,9 @@ void ForwardRowsT(const ForwardArgs& args, int64_t row_begin, int64_t row_end) {
   const A* beta_p = beta;
   if constexpr (kEvenOdd) {
     if (h >= 2 * N) {
-      A* scratch = PairScratch(2 * h);
+      A* scratch = PairScratch(h);
       gamma_p = PairOrdered(df, gamma, h, head, scratch);
-      beta_p = PairOrdered(df, beta, h, head, scratch + h);
+      beta_p = PairOrdered(df, beta, h, head, scratch + PairScratchStride(h));
     }
   }
   auto load2 = [&](const T* p, hn::Vec<DF>& a, hn::Vec<DF>& b) HWY_ATTR __attribute__((always_inline)) {

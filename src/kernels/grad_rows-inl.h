@@ -144,7 +144,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* pair_scratch = nullptr;
   if constexpr (kPairs) {
     if (h >= 2 * N) {
-      pair_scratch = PairScratch(2 * h);
+      pair_scratch = PairScratch(h);
       gamma1 = gamma2 = PairOrdered(df, gamma, h, 0, pair_scratch);
     }
   }
@@ -159,7 +159,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   const bool staged = !kShifted && kPdX && args.stream_pd_x && args.stage_pd_x && !stream;
   unsigned char* const staging = staged ? StagingBuffer(group * h * sizeof(T)) : nullptr;
   if constexpr (kPairs) {  // pass 2's pairs then start at the head
-    if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + h);
+    if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + PairScratchStride(h));
   }
   const size_t steps = (h - head) / W;
 

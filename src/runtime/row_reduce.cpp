@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/aligned.hpp"
 #include "runtime/thread_pool.hpp"
 
 namespace lngrad::runtime {
@@ -45,8 +46,8 @@ class SmallStack {
 std::int64_t buffers_per_worker(const Plan& p) { return p.levels + 1; }
 
 template <typename A>
-std::vector<A>& workspace() {
-  static thread_local std::vector<A> buffer;
+LineVector<A>& workspace() {
+  static thread_local LineVector<A> buffer;
   return buffer;
 }
 
@@ -54,7 +55,8 @@ std::vector<A>& workspace() {
 
 std::int64_t reduce_workspace_bytes(std::int64_t rows, std::int64_t h, int threads, std::int64_t acc_size) {
   const Plan p = plan_for(rows);
-  return (p.chunks + threads * buffers_per_worker(p)) * 2 * h * acc_size;
+  const std::int64_t half = acc_size == 8 ? line_padded<double>(h) : line_padded<float>(h);
+  return (p.chunks + threads * buffers_per_worker(p)) * 2 * half * acc_size;
 }
 
 template <typename A>
@@ -69,9 +71,10 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
     return;
   }
   threads = static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), p.chunks));
-  const std::int64_t width = 2 * h;  // [gamma sums | beta sums]
+  const std::int64_t half = line_padded<A>(h);  // every buffer's halves start on a line
+  const std::int64_t width = 2 * half;          // [gamma sums | beta sums]
   const std::int64_t per_worker = buffers_per_worker(p);
-  std::vector<A>& ws = workspace<A>();
+  LineVector<A>& ws = workspace<A>();
   ws.resize(static_cast<std::size_t>((p.chunks + threads * per_worker) * width));
   A* chunk_sums = ws.data();
   A* scratch = ws.data() + p.chunks * width;
@@ -102,7 +105,7 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
       cur = free_buffers.back();
       free_buffers.pop_back();
       *gamma = cur;
-      *beta = cur + h;
+      *beta = cur + half;
     });
     complete();
     // A short last chunk leaves several subtrees: fold them, smallest first.
@@ -113,7 +116,7 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
     }
     if (p.chunks == 1) {  // the whole sum: no combining step
       std::memcpy(sum_gamma, stack.back(), sizeof(A) * static_cast<std::size_t>(h));
-      std::memcpy(sum_beta, stack.back() + h, sizeof(A) * static_cast<std::size_t>(h));
+      std::memcpy(sum_beta, stack.back() + half, sizeof(A) * static_cast<std::size_t>(h));
     } else {
       std::memcpy(chunk_sums + chunk * width, stack.back(), sizeof(A) * static_cast<std::size_t>(width));
     }
@@ -133,7 +136,7 @@ void reduce_rows(std::int64_t rows, std::int64_t h, int threads, RowsFn<A> fn, A
     }
   });
   std::memcpy(sum_gamma, chunk_sums, sizeof(A) * static_cast<std::size_t>(h));
-  std::memcpy(sum_beta, chunk_sums + h, sizeof(A) * static_cast<std::size_t>(h));
+  std::memcpy(sum_beta, chunk_sums + half, sizeof(A) * static_cast<std::size_t>(h));
 }
 
 template void reduce_rows<float>(std::int64_t, std::int64_t, int, RowsFn<float>, AddFn<float>, float*,
