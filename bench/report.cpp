@@ -208,7 +208,7 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
                  wide.empty() ? "" : (": " + wide).c_str());
   }
   std::fprintf(out,
-               "  [----] not judged here: hot (64x768 and 16x4096, one thread) >= 1.2x the 2026-12-04 rate; 700x10000 and\n"
+               "  [----] not judged here: hot (64x768 and 16x4096, one thread) >= 1.2x the kernels of 48bf311 (bench/ab.sh); 700x10000 and\n"
                "         the LLC shapes against the prototype (../shared/perf-probe); see docs/PERFORMANCE.md\n");
   // Per-call overhead on a small shape, against moving its bytes once at the
   // memory rate (against an in-cache triad, 2x is out of reach for any
