@@ -432,6 +432,41 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   return row;
 }
 
+// Each row tail of the run (H not a multiple of 32) against the run's shape
+// with H rounded down to one, same rows and dtype: lngrad alone on both, in
+// alternating rounds, each round's ratio of element rates. Timed one shape
+// after the other, as the table's rows are, the ratio swung 0.75-1.44 between
+// runs on a noisy VM.
+std::vector<TailPair> measure_tails(const Options& o, const std::vector<Row>& rows) {
+  std::vector<TailPair> tails;
+  for (const Row& r : rows) {
+    if (r.h % 32 == 0 || !r.lngrad.ran) continue;
+    for (const Row& q : rows) {
+      if (q.rows != r.rows || q.dtype != r.dtype || q.h != r.h / 32 * 32 || !q.lngrad.ran) continue;
+      std::fprintf(stderr, "[tails] %s against %s %s ...", r.shape.c_str(), q.shape.c_str(), lngrad::dtype_name(r.dtype));
+      const Inputs tail(r.rows, r.h, r.dtype, o.threads), rounded(q.rows, q.h, q.dtype, o.threads);
+      const std::unique_ptr<Contestant> on_tail = make_lngrad(o.stores), on_rounded = make_lngrad(o.stores);
+      if (!on_tail->prepare(tail.problem).empty() || !on_rounded->prepare(rounded.problem).empty()) continue;
+      std::vector<Entry> entries;
+      entries.emplace_back("tail", [&] { on_tail->run(); });
+      entries.emplace_back("rounded", [&] { on_rounded->run(); });
+      for (Entry& e : entries) {
+        settle();
+        calibrate(e, o.quick ? 0.005 : 0.05, o.quick ? 0.0005 : 0.002);
+      }
+      time_rounds(entries, o.reps, o.verbose);
+      std::vector<double> ratios;
+      for (std::size_t i = 0; i < entries[0].samples.size(); ++i) {
+        ratios.push_back((static_cast<double>(r.h) / entries[0].samples[i]) /
+                         (static_cast<double>(q.h) / entries[1].samples[i]));
+      }
+      tails.push_back({r.shape, q.shape, r.dtype, median(ratios), quantile(ratios, 0.1), quantile(ratios, 0.9)});
+      std::fprintf(stderr, " %.2f\n", tails.back().ratio);
+    }
+  }
+  return tails;
+}
+
 // Per-call cost on a tiny shape (hundreds of calls per sample, data hot in
 // cache) against the time to move its bytes once: at the memory triad's rate
 // (the yardstick of the target, measured here on arrays 4x the last-level
@@ -552,6 +587,7 @@ int run(const Options& o) {
                    std::chrono::duration<double>(Clock::now() - t0).count());
     }
   }
+  const std::vector<TailPair> tails = measure_tails(o, rows);
   SmallShape small;
   if (o.small) {
     std::fprintf(stderr, "[small] 4x768 float32 per-call cost ...");
@@ -573,7 +609,7 @@ int run(const Options& o) {
   }
 
   print_table(stdout, info, rows);
-  const bool agree = print_summary(stdout, info, rows, small);
+  const bool agree = print_summary(stdout, info, rows, small, tails);
   if (!o.csv.empty()) {
     write_csv(o.csv, info, rows, small);
     std::printf("\nCSV written to %s\n", o.csv.c_str());

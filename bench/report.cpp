@@ -119,7 +119,8 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
   }
 }
 
-bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows, const SmallShape& small) {
+bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows, const SmallShape& small,
+                   const std::vector<TailPair>& tails) {
   std::fprintf(out, "\nGeometric-mean speed-up of lngrad over the shapes run:\n");
   std::map<lngrad::Dtype, std::pair<double, double>> geo;  // dtype -> (vs oneDNN, vs torch); 0 when none
   std::vector<lngrad::Dtype> dtypes;
@@ -187,16 +188,11 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
     }
     if (compared) verdict(slower.empty(), "no shape and dtype slower than a peer" + (slower.empty() ? std::string() : ": " + slower));
   }
-  // Row tails: a row whose H is not a multiple of 32 against the run's row of
-  // the same rows and dtype with H rounded down to one (pass both shapes, e.g.
-  // 700x10000,700x9984), in elements per second.
-  for (const Row& r : rows) {
-    if (r.h % 32 == 0 || !r.lngrad.ran) continue;
-    for (const Row& q : rows) {
-      if (q.rows != r.rows || q.dtype != r.dtype || q.h != r.h / 32 * 32 || !q.lngrad.ran) continue;
-      const double ratio = (static_cast<double>(r.h) / r.lngrad.median_s) / (static_cast<double>(q.h) / q.lngrad.median_s);
-      verdict(ratio >= kTailRate, name_of(r) + fmt(" at >= %.2f the element rate of ", kTailRate) + q.shape + fmt(": %.2f", ratio));
-    }
+  // Row tails, each against its rounded shape in alternating rounds (main.cpp).
+  for (const TailPair& t : tails) {
+    verdict(t.ratio >= kTailRate, t.shape + " " + lngrad::dtype_name(t.dtype) +
+                                      fmt(" at >= %.2f the element rate of ", kTailRate) + t.rounded +
+                                      fmt(": %.2f", t.ratio) + fmt(" (rounds %.2f", t.low) + fmt("-%.2f, alternating)", t.high));
   }
   // Stable: each row's spread over its rounds.
   {

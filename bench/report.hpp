@@ -62,13 +62,24 @@ struct SmallShape {
   double once_s = 0.0;    // one thread's triad over the call's bytes, hot in cache
 };
 
+// A row tail (H not a multiple of 32) against the run's shape of the same
+// rows and dtype with H rounded down to one, lngrad alone, the two timed in
+// alternating rounds so that the machine's drift between rows cancels.
+struct TailPair {
+  std::string shape, rounded;  // e.g. "700x10000" and "700x9984"
+  lngrad::Dtype dtype = lngrad::Dtype::float32;
+  double ratio = 0.0;            // median over the rounds of (H/time) / (H rounded/time rounded)
+  double low = 0.0, high = 0.0;  // the rounds' 10th and 90th percentiles
+};
+
 double gbs(double bytes, double seconds);
 
 void print_header(std::FILE* out, const RunInfo& info);
 void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows);
 // Prints the geometric means and the target checks; returns false when some
 // contestant's pd_x disagreed with the reference.
-bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows, const SmallShape& small);
+bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows, const SmallShape& small,
+                   const std::vector<TailPair>& tails);
 void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows, const SmallShape& small);
 
 }  // namespace lngrad_bench
