@@ -75,8 +75,10 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       // prefetched for float32 rows from beyond the L2s.
       {"bf16 2048x4096 AVX-512", inputs(Dtype::bfloat16, 2048, 4096, 2, kAvx512), 2, 4, true, true, 4096, 0, 0},
       {"f32 256x4096 AVX-512", inputs(Dtype::float32, 256, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 1},
-      // Hot in one L2: row pairs of 6 KiB go in 8s, nothing prefetched or streamed.
-      {"f32 64x768 AVX-512 hot", inputs(Dtype::float32, 64, 768, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
+      // Hot in one L2: row pairs of 6 KiB go in 4s, nothing prefetched or streamed.
+      {"f32 64x768 AVX-512 hot", inputs(Dtype::float32, 64, 768, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
+      // 12.6 MB, inside the LLC but beyond the L2s: row pairs of 4 KiB go in 8s.
+      {"bf16 2048x1024 AVX-512", inputs(Dtype::bfloat16, 2048, 1024, 2, kAvx512), 2, 8, false, false, 0, 0, 0},
       // AVX2: 16-bit rows do not fuse and long ones go in pairs; the pair is
       // 2 KiB apart (no L1 alias), 32-byte steps stream.
       {"bf16 8192x1024 AVX2", inputs(Dtype::bfloat16, 8192, 1024, 2, kAvx2), 2, 2, false, true, 0, 0, 2},

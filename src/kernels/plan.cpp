@@ -88,10 +88,12 @@ std::int64_t step_elements(const PlanInputs& in, bool f16_steps) {
   return two ? 2 * n : n;
 }
 
-// The group size for rows whose dy and x take row_pair_bytes together.
-std::int64_t group_for(std::int64_t row_pair_bytes) {
+// The group size for rows whose dy and x take row_pair_bytes together, read
+// from beyond the cores' own caches (from_memory) or not. Rows in a core's
+// cache fill the L1 with 4 rows of [4, 8) KiB already; 8 lost there.
+std::int64_t group_for(std::int64_t row_pair_bytes, bool from_memory) {
   const bool eight = row_pair_bytes < kShortRowPairBytes ||
-                     (row_pair_bytes >= kL1RowPairBytes && row_pair_bytes < kLongRowPairBytes);
+                     (from_memory && row_pair_bytes >= kL1RowPairBytes && row_pair_bytes < kLongRowPairBytes);
   const std::int64_t preferred = eight ? kMaxGroupRows : kDefaultGroupRows;
   return std::max<std::int64_t>(1, std::min(preferred, kMaxGroupBytes / row_pair_bytes));
 }
@@ -280,11 +282,11 @@ GradPlan plan_grad(const PlanInputs& in) {
       p.group_rows = kPairedGroupRows;
     } else {
       std::int64_t g = kDefaultGroupRows;
-      if (2 * row_bytes >= kShortRowPairBytes) g = in_pairs(in) ? kMaxGroupRows : group_for(2 * row_bytes);
+      if (2 * row_bytes >= kShortRowPairBytes) g = in_pairs(in) ? kMaxGroupRows : group_for(2 * row_bytes, true);
       p.group_rows = is16 ? g : alias_free_rows(row_bytes, g);
     }
   } else {
-    p.group_rows = group_for(2 * row_bytes);
+    p.group_rows = group_for(2 * row_bytes, from_memory);
     if (is_f32 && far && row_bytes >= kPairedRowBytes) p.group_rows = std::min(kPairedGroupRows, p.group_rows);
   }
   apply(o.group, &p.group_rows);
@@ -335,7 +337,7 @@ BetaPlan plan_beta(const PlanInputs& in) {
   BetaPlan p;
   const Override o = current_override();
   p.threads = threads_for(in, o);
-  p.group_rows = group_for(in.h * (storage_bytes(in.dtype) + storage_bytes(in.res_dtype)));
+  p.group_rows = group_for(in.h * (storage_bytes(in.dtype) + storage_bytes(in.res_dtype)), true);
   apply(o.group, &p.group_rows);
   return p;
 }
