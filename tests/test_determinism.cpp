@@ -241,8 +241,9 @@ TEST(Workspace, BoundedIndependentlyOfRowsTimesH) {
   EXPECT_LE(large, small + 2 * 6 * 2 * h * 4);  // 64x the rows: at most 6 more levels per thread
   EXPECT_EQ(grad_workspace_bytes(0, h, Dtype::float32, 2), 0);
   // Unfused rows that are not whole lines apart (1001 float32) add a staged
-  // group per thread, at most 8 rows, over rows of whole lines (1008, whose 7
-  // more columns of partial sums make the difference a little smaller).
+  // group per thread, at most 8 rows, over rows of whole lines (1008; the
+  // partial sums of both are padded to 1008 columns, so the 7 columns the
+  // lower bound allows for are slack).
   const std::int64_t staged = grad_workspace_bytes(16384, 1001, Dtype::float32, 2);
   const std::int64_t whole = grad_workspace_bytes(16384, 1008, Dtype::float32, 2);
   // At least a group of one row per thread (narrow vectors cut float32

@@ -61,12 +61,12 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
       kernels::plan_grad(kernels::machine_inputs(x_dtype, rows, h, threads, Stores::streaming));
   std::int64_t staging = 0;
   if (streamed.stage_pd_x) {
-    staging = std::int64_t{threads} * (streamed.group_rows * h * static_cast<std::int64_t>(dtype_size(x_dtype)) + 128);
+    staging = std::int64_t{threads} * (streamed.group_rows * h * static_cast<std::int64_t>(dtype_size(x_dtype)) +
+                                          static_cast<std::int64_t>(kLineBytes));
   }
   // + the final sums and gamma, each on its own lines, where the caller's are
   // not (or not of the accumulator type).
-  const std::int64_t padded = acc == 8 ? line_padded<double>(h) : line_padded<float>(h);
-  return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 3 * padded * acc + pair_gamma + staging;
+  return runtime::reduce_workspace_bytes(rows, h, threads, acc) + 3 * line_padded(h, acc) * acc + pair_gamma + staging;
 }
 std::string describe_plan(Op op, std::int64_t rows, std::int64_t h, Dtype dtype, int num_threads, Stores stores) {
   if (rows < 1 || h < 1) {

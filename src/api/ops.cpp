@@ -124,6 +124,10 @@ void check_statistic_shape(const Checker& c, const char* name, const Shape& give
   }
 }
 
+// The dtype of accumulator type A.
+template <typename A>
+constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
+
 template <typename A>
 LineVector<A>& scratch(int slot) {
   static thread_local LineVector<A> buffers[3];
@@ -135,13 +139,12 @@ LineVector<A>& scratch(int slot) {
 // scratch; absent -> fill.
 template <typename A>
 const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot) {
-  constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
-  if (p && p->dtype == kAccDtype && on_line(p->data)) return static_cast<const A*>(p->data);
+  if (p && p->dtype == kAccDtype<A> && on_line(p->data)) return static_cast<const A*>(p->data);
   LineVector<A>& buf = scratch<A>(slot);
   buf.resize(static_cast<std::size_t>(h));
   if (!p) {
     std::fill(buf.begin(), buf.end(), fill);
-  } else if (p->dtype == kAccDtype) {
+  } else if (p->dtype == kAccDtype<A>) {
     std::memcpy(buf.data(), p->data, sizeof(A) * static_cast<std::size_t>(h));
   } else if constexpr (sizeof(A) == sizeof(float)) {
     kernels::active().to_f32(p->dtype, p->data, buf.data(), h);
@@ -156,8 +159,7 @@ const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A 
 // stored by store_params.
 template <typename A>
 A* sums_into(const TensorView& dst, A* fallback) {
-  constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
-  return dst.data != nullptr && dst.dtype == kAccDtype && on_line(dst.data) ? static_cast<A*>(dst.data) : fallback;
+  return dst.data != nullptr && dst.dtype == kAccDtype<A> && on_line(dst.data) ? static_cast<A*>(dst.data) : fallback;
 }
 
 // Stores column sums into dst unless sums_into put them there already.
@@ -165,8 +167,7 @@ template <typename A>
 void store_params(const A* src, const TensorView& dst, std::int64_t h) {
   if (src == dst.data) return;
   if (dst.data == nullptr) return;
-  constexpr Dtype kAccDtype = sizeof(A) == sizeof(float) ? Dtype::float32 : Dtype::float64;
-  if (dst.dtype == kAccDtype) {  // summed off the caller's line (sums_into)
+  if (dst.dtype == kAccDtype<A>) {  // summed off the caller's line (sums_into)
     std::memcpy(dst.data, src, sizeof(A) * static_cast<std::size_t>(h));
   } else if constexpr (sizeof(A) == sizeof(float)) {
     kernels::active().from_f32(dst.dtype, src, dst.data, h);

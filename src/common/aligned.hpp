@@ -35,12 +35,15 @@ using LineVector = std::vector<T, LineAllocator<T>>;
 
 inline bool on_line(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kLineBytes == 0; }
 
-// n elements of T rounded up to whole lines, so that a second array placed
-// after them starts on a line too.
+// n elements of elem_bytes each rounded up to whole lines, so that a second
+// array placed after them starts on a line too.
+constexpr std::int64_t line_padded(std::int64_t n, std::int64_t elem_bytes) {
+  const std::int64_t per_line = static_cast<std::int64_t>(kLineBytes) / elem_bytes;
+  return (n + per_line - 1) / per_line * per_line;
+}
 template <typename T>
 constexpr std::int64_t line_padded(std::int64_t n) {
-  constexpr std::int64_t per_line = kLineBytes / sizeof(T);
-  return (n + per_line - 1) / per_line * per_line;
+  return line_padded(n, static_cast<std::int64_t>(sizeof(T)));
 }
 
 }  // namespace lngrad

@@ -378,11 +378,11 @@ inline bool StreamRows(bool wanted, const void* out, size_t h, size_t elem_bytes
 // rows are written, through the cache, to a staging buffer at the same
 // offsets within a line as their destinations, and then stream out a whole
 // line at a time (StreamLines).
-// The calling thread's staging buffer for `bytes` at any line offset; grows,
-// never shrinks (part of grad_workspace_bytes).
+// The calling thread's staging buffer, on a line, for `bytes` at any line
+// offset; grows, never shrinks (part of grad_workspace_bytes).
 inline unsigned char* StagingBuffer(size_t bytes) {
-  static thread_local std::vector<unsigned char> buffer;
-  const size_t room = bytes + 128;  // a line to align to, and one to shift by
+  static thread_local LineVector<unsigned char> buffer;
+  const size_t room = bytes + kLineBytes;  // a line to shift by
   if (buffer.size() < room) buffer.resize(room);
   return buffer.data();
 }
@@ -390,8 +390,7 @@ inline unsigned char* StagingBuffer(size_t bytes) {
 // Where rows that go to `dst` are staged in `buffer`: at dst's line offset.
 template <typename T>
 T* StagedAt(unsigned char* buffer, const T* dst) {
-  const size_t to_line = (64 - reinterpret_cast<uintptr_t>(buffer) % 64) % 64;
-  return reinterpret_cast<T*>(buffer + to_line + reinterpret_cast<uintptr_t>(dst) % 64);
+  return reinterpret_cast<T*>(buffer + reinterpret_cast<uintptr_t>(dst) % kLineBytes);
 }
 
 // Copies n bytes from src to dst at the same offset within a line: the whole

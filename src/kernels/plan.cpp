@@ -29,7 +29,7 @@ constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 14;
 // A group's dy and x (its "row pairs") should stay in the L1/L2 between the
 // two passes, and the column-sum partials are read and written once per group.
 constexpr std::int64_t kShortRowPairBytes = 1024;  // under: the partials dominate, 8 rows
-constexpr std::int64_t kL1RowPairBytes = 4096;     // [4, 8) KiB: 8 rows fill about the L1
+constexpr std::int64_t kL1RowPairBytes = 4096;     // [4, 8) KiB from memory: 8 rows fill about the L1
 constexpr std::int64_t kLongRowPairBytes = 8192;   // from here 4 rows
 constexpr std::int64_t kDefaultGroupRows = 4;
 constexpr std::int64_t kMaxGroupBytes = std::int64_t{256} * 1024;  // very long rows: fewer
@@ -282,7 +282,7 @@ GradPlan plan_grad(const PlanInputs& in) {
       p.group_rows = kPairedGroupRows;
     } else {
       std::int64_t g = kDefaultGroupRows;
-      if (2 * row_bytes >= kShortRowPairBytes) g = in_pairs(in) ? kMaxGroupRows : group_for(2 * row_bytes, true);
+      if (2 * row_bytes >= kShortRowPairBytes) g = in_pairs(in) ? kMaxGroupRows : group_for(2 * row_bytes, /*from_memory=*/true);
       p.group_rows = is16 ? g : alias_free_rows(row_bytes, g);
     }
   } else {
@@ -337,7 +337,7 @@ BetaPlan plan_beta(const PlanInputs& in) {
   BetaPlan p;
   const Override o = current_override();
   p.threads = threads_for(in, o);
-  p.group_rows = group_for(in.h * (storage_bytes(in.dtype) + storage_bytes(in.res_dtype)), true);
+  p.group_rows = group_for(in.h * (storage_bytes(in.dtype) + storage_bytes(in.res_dtype)), /*from_memory=*/true);
   apply(o.group, &p.group_rows);
   return p;
 }

@@ -55,8 +55,7 @@ LineVector<A>& workspace() {
 
 std::int64_t reduce_workspace_bytes(std::int64_t rows, std::int64_t h, int threads, std::int64_t acc_size) {
   const Plan p = plan_for(rows);
-  const std::int64_t half = acc_size == 8 ? line_padded<double>(h) : line_padded<float>(h);
-  return (p.chunks + threads * buffers_per_worker(p)) * 2 * half * acc_size;
+  return (p.chunks + threads * buffers_per_worker(p)) * 2 * line_padded(h, acc_size) * acc_size;
 }
 
 template <typename A>
