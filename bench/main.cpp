@@ -306,6 +306,15 @@ class LoadMeter {
   Clock::time_point t0_;
 };
 
+// Each entry's calls per sample, after a warm-up.
+void calibrate_all(std::vector<Entry>& entries, bool quick) {
+  const double warm_s = quick ? 0.005 : 0.05, sample_s = quick ? 0.0005 : 0.002;
+  for (Entry& e : entries) {
+    settle();
+    calibrate(e, warm_s, sample_s);
+  }
+}
+
 void time_rounds(std::vector<Entry>& entries, int reps, bool verbose) {
   const std::size_t k = entries.size();
   for (int r = 0; r < reps; ++r) {
@@ -403,11 +412,7 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   }
 
   const LoadMeter load;
-  const double warm_s = o.quick ? 0.005 : 0.05, sample_s = o.quick ? 0.0005 : 0.002;
-  for (Entry& e : entries) {
-    settle();
-    calibrate(e, warm_s, sample_s);
-  }
+  calibrate_all(entries, o.quick);
   time_rounds(entries, o.reps, o.verbose);
   std::tie(row.other_load, row.steal) = load.read();
   row.timed_s = load.seconds();
@@ -450,10 +455,7 @@ std::vector<TailPair> measure_tails(const Options& o, const std::vector<Row>& ro
       std::vector<Entry> entries;
       entries.emplace_back("tail", [&] { on_tail->run(); });
       entries.emplace_back("rounded", [&] { on_rounded->run(); });
-      for (Entry& e : entries) {
-        settle();
-        calibrate(e, o.quick ? 0.005 : 0.05, o.quick ? 0.0005 : 0.002);
-      }
+      calibrate_all(entries, o.quick);
       time_rounds(entries, o.reps, o.verbose);
       std::vector<double> ratios;
       for (std::size_t i = 0; i < entries[0].samples.size(); ++i) {
