@@ -5,12 +5,15 @@
 // and machine load. On the shared VMs lngrad is tuned on, alternating whole
 // processes swung 10-40% where this put a build against itself within 1%.
 //
-//   lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
+//   lngrad-ab [--cold] [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
 //
 // prints, per shape, A's and B's median call time and the median of B/A, of
 // layer_norm_grad, or with ":forward" of layer_norm.
 // --plan-a/--plan-b set one side's plan override (LNGRAD_PLAN's syntax), so
 // one build can be timed against itself under two plans: a tuning rule's test.
+// --cold evicts the caches before every timed call (by writing a buffer of
+// kColdBytes), as lngrad-bench's alternating tail pairs do, instead of
+// calling on buffers that partly stay in the last-level cache.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -86,6 +89,9 @@ Build load(const char* path, const char* plan) {
           reinterpret_cast<ForwardFn>(symbol(handle, path, kForwardSymbol))};
 }
 
+// Larger than any last-level cache of the machines measured (32 MiB).
+constexpr std::size_t kColdBytes = std::size_t{128} << 20;
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -134,13 +140,23 @@ std::uint16_t half_bits(float v, lngrad::Dtype d) {
 int main(int argc, char** argv) {
   const char* plan[2] = {nullptr, nullptr};
   int first = 1;
-  while (first + 1 < argc && (std::strcmp(argv[first], "--plan-a") == 0 || std::strcmp(argv[first], "--plan-b") == 0)) {
-    plan[argv[first][7] == 'a' ? 0 : 1] = argv[first + 1];
-    first += 2;
+  bool cold = false;
+  for (;;) {
+    if (first < argc && std::strcmp(argv[first], "--cold") == 0) {
+      cold = true;
+      first += 1;
+    } else if (first + 1 < argc &&
+               (std::strcmp(argv[first], "--plan-a") == 0 || std::strcmp(argv[first], "--plan-b") == 0)) {
+      plan[argv[first][7] == 'a' ? 0 : 1] = argv[first + 1];
+      first += 2;
+    } else {
+      break;
+    }
   }
+  std::vector<char> evict(cold ? kColdBytes : 0);
   if (argc - first < 4) {
     std::fprintf(stderr,
-                 "usage: lngrad-ab [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...\n");
+                 "usage: lngrad-ab [--cold] [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...\n");
     return 1;
   }
   const Build a = load(argv[first], plan[0]), b = load(argv[first + 1], plan[1]);
@@ -193,13 +209,15 @@ int main(int argc, char** argv) {
              {pd_beta.data(), lngrad::Dtype::float32, hs}, options);
     };
     // A batch: 2 warm-up calls, then the median of 5 samples of `inner` calls
-    // (about 4 M elements each).
-    const long inner = std::max(1L, 4000000L / static_cast<long>(n));
+    // (about 4 M elements each; cold, one call each after the eviction).
+    const long inner = cold ? 1L : std::max(1L, 4000000L / static_cast<long>(n));
+    char fill = 0;
     auto batch = [&](const Build& f) {
       call(f);
       call(f);
       std::vector<double> t;
       for (int r = 0; r < 5; ++r) {
+        if (cold) std::memset(evict.data(), ++fill, evict.size());
         const auto t0 = std::chrono::steady_clock::now();
         for (long k = 0; k < inner; ++k) call(f);
         t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / inner);

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Times two builds of lngrad against each other in one process (bench/ab.cpp).
-#   bench/ab.sh [--plan-a SPEC] [--plan-b SPEC] BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
+#   bench/ab.sh [--cold] [--plan-a SPEC] [--plan-b SPEC] BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
 # BUILD_A and BUILD_B are build trees (each built at least with
 # `cmake --build DIR --target lngrad`), e.g. of two git worktrees; the
 # lngrad-ab driver comes from BUILD_A (target lngrad_ab).
 set -euo pipefail
 plans=()
-while [[ ${1:-} == --plan-a || ${1:-} == --plan-b ]]; do
-  plans+=("$1" "$2")
-  shift 2
+while [[ ${1:-} == --plan-a || ${1:-} == --plan-b || ${1:-} == --cold ]]; do
+  if [[ $1 == --cold ]]; then
+    plans+=("$1")
+    shift
+  else
+    plans+=("$1" "$2")
+    shift 2
+  fi
 done
 if (($# < 4)); then
   echo "usage: bench/ab.sh BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS..." >&2
