@@ -192,7 +192,8 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
   for (const TailPair& t : tails) {
     verdict(t.ratio >= kTailRate, t.shape + " " + lngrad::dtype_name(t.dtype) +
                                       fmt(" at >= %.2f the element rate of ", kTailRate) + t.rounded +
-                                      fmt(": %.2f", t.ratio) + fmt(" (rounds %.2f", t.low) + fmt("-%.2f, alternating)", t.high));
+                                      fmt(": %.2f", t.ratio) + fmt(" (rounds %.2f", t.low) + fmt("-%.2f, alternating", t.high) +
+                                      (t.cold > 0 ? fmt("; from memory %.2f)", t.cold) : std::string(")")));
   }
   // Stable: each row's spread over its rounds.
   {

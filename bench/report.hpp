@@ -70,6 +70,7 @@ struct TailPair {
   lngrad::Dtype dtype = lngrad::Dtype::float32;
   double ratio = 0.0;            // median over the rounds of (H/time) / (H rounded/time rounded)
   double low = 0.0, high = 0.0;  // the rounds' 10th and 90th percentiles
+  double cold = 0.0;             // the same, each call after the caches were evicted (0: not run)
 };
 
 double gbs(double bytes, double seconds);
