@@ -5,7 +5,7 @@
 // and machine load. On the shared VMs lngrad is tuned on, alternating whole
 // processes swung 10-40% where this put a build against itself within 1%.
 //
-//   lngrad-ab [--cold] [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
+//   lngrad-ab [--cold] [--offset BYTES] [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
 //
 // prints, per shape, A's and B's median call time and the median of B/A, of
 // layer_norm_grad, or with ":forward" of layer_norm.
@@ -14,6 +14,8 @@
 // --cold evicts the caches before every timed call (by writing a buffer of
 // kColdBytes), as lngrad-bench's alternating tail pairs do, instead of
 // calling on buffers that partly stay in the last-level cache.
+// --offset BYTES starts dy, x and pd_x that many bytes past a 4 KiB page, as
+// NumPy's and std::vector's buffers start 16-48 bytes past a line.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -141,10 +143,18 @@ int main(int argc, char** argv) {
   const char* plan[2] = {nullptr, nullptr};
   int first = 1;
   bool cold = false;
+  long offset = 0;
   for (;;) {
     if (first < argc && std::strcmp(argv[first], "--cold") == 0) {
       cold = true;
       first += 1;
+    } else if (first + 1 < argc && std::strcmp(argv[first], "--offset") == 0) {
+      offset = std::atol(argv[first + 1]);
+      if (offset < 0 || offset >= 4096) {
+        std::fprintf(stderr, "lngrad-ab: --offset: expected 0 to 4095 bytes, given '%s'\n", argv[first + 1]);
+        return 1;
+      }
+      first += 2;
     } else if (first + 1 < argc &&
                (std::strcmp(argv[first], "--plan-a") == 0 || std::strcmp(argv[first], "--plan-b") == 0)) {
       plan[argv[first][7] == 'a' ? 0 : 1] = argv[first + 1];
@@ -156,7 +166,7 @@ int main(int argc, char** argv) {
   std::vector<char> evict(cold ? kColdBytes : 0);
   if (argc - first < 4) {
     std::fprintf(stderr,
-                 "usage: lngrad-ab [--cold] [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...\n");
+                 "usage: lngrad-ab [--cold] [--offset BYTES] [--plan-a SPEC] [--plan-b SPEC] A.so B.so ROUNDS ROWSxH:DTYPE:THREADS[:forward]...\n");
     return 1;
   }
   const Build a = load(argv[first], plan[0]), b = load(argv[first + 1], plan[1]);
@@ -173,9 +183,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     const std::size_t n = static_cast<std::size_t>(s.rows * s.h), es = lngrad::dtype_size(s.dtype);
-    // 4 KiB-aligned tensors, as large allocations are.
-    auto alloc = [&] { return static_cast<char*>(std::aligned_alloc(4096, (n * es + 4095) / 4096 * 4096)); };
-    char *dy = alloc(), *x = alloc(), *pd_x = alloc();
+    // 4 KiB-aligned tensors, as large allocations are, or `offset` bytes past.
+    const std::size_t bytes = (n * es + static_cast<std::size_t>(offset) + 4095) / 4096 * 4096;
+    char* blocks[3] = {static_cast<char*>(std::aligned_alloc(4096, bytes)),
+                       static_cast<char*>(std::aligned_alloc(4096, bytes)),
+                       static_cast<char*>(std::aligned_alloc(4096, bytes))};
+    char *dy = blocks[0] + offset, *x = blocks[1] + offset, *pd_x = blocks[2] + offset;
     for (std::size_t k = 0; k < n; ++k) {
       const float d = static_cast<float>((k * 2654435761u) % 1000) / 500.f - 1.f;
       const float v = static_cast<float>((k * 40503u) % 777) / 300.f;
@@ -233,9 +246,7 @@ int main(int argc, char** argv) {
     std::printf("%-24s A %10.2f us  B %10.2f us  B/A %.3f (rounds %.3f .. %.3f)\n", argv[i], median(ta) * 1e6,
                 median(tb) * 1e6, median(ratio), *std::min_element(ratio.begin(), ratio.end()),
                 *std::max_element(ratio.begin(), ratio.end()));
-    std::free(dy);
-    std::free(x);
-    std::free(pd_x);
+    for (char* b : blocks) std::free(b);
   }
   return 0;
 }

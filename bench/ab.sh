@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Times two builds of lngrad against each other in one process (bench/ab.cpp).
-#   bench/ab.sh [--cold] [--plan-a SPEC] [--plan-b SPEC] BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
+#   bench/ab.sh [--cold] [--offset BYTES] [--plan-a SPEC] [--plan-b SPEC] BUILD_A BUILD_B ROUNDS ROWSxH:DTYPE:THREADS[:forward]...
 # BUILD_A and BUILD_B are build trees (each built at least with
 # `cmake --build DIR --target lngrad`), e.g. of two git worktrees; the
 # lngrad-ab driver comes from BUILD_A (target lngrad_ab).
 set -euo pipefail
 plans=()
-while [[ ${1:-} == --plan-a || ${1:-} == --plan-b || ${1:-} == --cold ]]; do
+while [[ ${1:-} == --plan-a || ${1:-} == --plan-b || ${1:-} == --offset || ${1:-} == --cold ]]; do
   if [[ $1 == --cold ]]; then
     plans+=("$1")
     shift

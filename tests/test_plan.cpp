@@ -134,12 +134,23 @@ TEST_F(Plan, RefusedStreamingIsReported) {
   // Asked and possible: streamed, though the rows fit the LLC.
   p = kernels::plan_grad(inputs(Dtype::float32, 13, 1024, 1, kAvx512, Stores::streaming));
   EXPECT_TRUE(p.stream_pd_x);
-  // A pd_x off a cache line streams automatically only for rows of 4 KiB or more.
+  // A pd_x off a cache line streams automatically only for rows of 1.5 KiB or
+  // more (bfloat16 H = 768; float32 H = 384), a forward's y of 4 KiB.
   PlanInputs off = inputs(Dtype::bfloat16, 65536, 128, 2, kAvx512);
   off.output_line_offset = 16;
   EXPECT_FALSE(kernels::plan_grad(off).stream_pd_x);
-  off.h = 2048;
+  off.h = 512;
+  EXPECT_FALSE(kernels::plan_grad(off).stream_pd_x);
+  off.h = 768;
   EXPECT_TRUE(kernels::plan_grad(off).stream_pd_x);
+  EXPECT_FALSE(kernels::plan_forward(off).stream_y);
+  off.h = 2048;
+  EXPECT_TRUE(kernels::plan_forward(off).stream_y);
+  PlanInputs off32 = inputs(Dtype::float32, 16384, 384, 2, kAvx512);
+  off32.output_line_offset = 32;
+  EXPECT_TRUE(kernels::plan_grad(off32).stream_pd_x);
+  off32.h = 256;
+  EXPECT_FALSE(kernels::plan_grad(off32).stream_pd_x);
   // No output, no streaming.
   off.has_output = false;
   EXPECT_FALSE(kernels::plan_grad(off).stream_pd_x);

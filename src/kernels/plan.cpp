@@ -65,9 +65,11 @@ constexpr std::int64_t kMinPrefetchedRowBytes = 512;  // shorter rows lost
 // ---- Stores. ----------------------------------------------------------------------
 
 constexpr std::int64_t kCacheLine = 64;
-// A pd_x or y off a cache line streams only for rows this long: shorter rows
-// spend too much in the cached head and tail of every row.
-constexpr std::int64_t kMisalignedStreamRowBytes = 4096;
+// A pd_x off a cache line (as NumPy's and std::vector's buffers are) streams
+// only for rows this long, and y for rows of kMisalignedStreamYRowBytes:
+// shorter rows spend too much in the cached head and tail of every row.
+constexpr std::int64_t kMisalignedStreamRowBytes = 1536;
+constexpr std::int64_t kMisalignedStreamYRowBytes = 4096;
 // With narrow vectors, streamed stores narrower than this lose.
 constexpr std::int64_t kNarrowMinStreamBytes = 32;
 constexpr std::int64_t kPage = 4096;  // L1 set aliasing period of the machines measured
@@ -116,12 +118,13 @@ bool beyond_llc(const PlanInputs& in, int tensors) {
 
 // Whether the output (pd_x, y) streams past the caches: asked, or automatic
 // when the call's `tensors` row tensors do not fit the LLC (streaming then
-// saves reading each destination line and leaves the cache to the inputs).
-bool stream_wanted(const PlanInputs& in, int tensors) {
+// saves reading each destination line and leaves the cache to the inputs),
+// an output off a line only for rows of misaligned_min_bytes or more.
+bool stream_wanted(const PlanInputs& in, int tensors, std::int64_t misaligned_min_bytes) {
   if (!in.has_output || in.stores == Stores::cached) return false;
   if (in.stores == Stores::streaming) return true;
   const std::int64_t row_bytes = in.h * storage_bytes(in.dtype);
-  return beyond_llc(in, tensors) && (in.output_line_offset == 0 || row_bytes >= kMisalignedStreamRowBytes);
+  return beyond_llc(in, tensors) && (in.output_line_offset == 0 || row_bytes >= misaligned_min_bytes);
 }
 
 // The kernels stream whole column steps of an output that starts on an
@@ -309,7 +312,7 @@ GradPlan plan_grad(const PlanInputs& in) {
   }
   if (o.ahead) p.groups_ahead = *o.ahead != 0 ? GroupsAhead(p.group_rows * row_bytes) : 0;
 
-  bool stream = stream_wanted(with_asked_stores(in, o), 3);
+  bool stream = stream_wanted(with_asked_stores(in, o), 3, kMisalignedStreamRowBytes);
   if (stream) {
     // Streamed steps narrower than a float vector, or on narrow vectors under
     // kNarrowMinStreamBytes or to rows that alias in the L1, lost.
@@ -348,7 +351,7 @@ ForwardPlan plan_forward(const PlanInputs& in) {
   p.threads = threads_for(in, o);
   // x and y. Rows that are not whole steps apart stay cached: staged, they
   // measured level (docs/TUNING.md).
-  p.stream_y = stream_wanted(with_asked_stores(in, o), 2) && streamable(in, false, nullptr, &p.notes);
+  p.stream_y = stream_wanted(with_asked_stores(in, o), 2, kMisalignedStreamYRowBytes) && streamable(in, false, nullptr, &p.notes);
   return p;
 }
 
