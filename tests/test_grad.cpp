@@ -217,6 +217,36 @@ TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
   }
 }
 
+TEST_P(PerTarget, StreamedRowsOffALineJoinTheirEdges) {
+  // Streamed rows whole lines apart, pd_x off a line: a row's last partial
+  // line and the next row's first are joined and stream as one line, within
+  // a group, from one group to the next, and not across the rows of two
+  // threads (each call's first and last partial lines stay cached stores).
+  // 100 rows: several groups and column-sum blocks; the same bits as cached
+  // stores, nothing written outside pd_x (check_grad's guards).
+  for (Dtype d : kDtypes) {
+    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
+    for (std::int64_t h : std::initializer_list<std::int64_t>{64 / elem, 256 / elem, 4096 / elem}) {
+      for (const char* plan : {"", "threads=3", "group=3", "fused=1,group=2"}) {
+        const ScopedPlan scoped(plan);
+        for (int offset : {16, 48}) {
+          Case streamed{spec({100, h}, 1, d)};
+          streamed.stores = Stores::streaming;
+          streamed.pd_x_line_offset = offset;
+          Case cached = streamed;
+          cached.stores = Stores::cached;
+          SCOPED_TRACE(std::string("plan '") + plan + "', h " + std::to_string(h) + ", pd_x " +
+                       std::to_string(offset) + " bytes past a line");
+          std::vector<unsigned char> streamed_bits, cached_bits;
+          check_grad(streamed, &streamed_bits);
+          check_grad(cached, &cached_bits);
+          EXPECT_EQ(streamed_bits, cached_bits);
+        }
+      }
+    }
+  }
+}
+
 TEST_P(PerTarget, ManyRowsExerciseThePairwiseColumnSums) {
   // 1000 rows: 32 blocks of 32 rows, one chunk each, the last block short.
   // 4320 rows: 135 blocks in chunks of 8, the last chunk of 7 blocks

@@ -162,6 +162,18 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + PairScratchStride(h));
   }
   const size_t steps = (h - head) / W;
+  // Streamed rows whole steps of a line apart but off a line: a row's tail
+  // and the next row's head share a line. Stored through the cache, one line per row, each
+  // held up the streamed stores behind it until the line had been read from
+  // memory (float32 16384x384 with pd_x 32 bytes past a line: 1.3-1.45x;
+  // docs/TUNING.md). They are joined here and the line streams. The call's
+  // first head and last tail share their lines with rows outside it: those
+  // stay cached stores.
+  const bool join_edges = stream && head != 0 && W * sizeof(T) == kLineBytes;
+  const size_t row_bytes = h * sizeof(T);
+  const size_t edge_offset = join_edges ? reinterpret_cast<uintptr_t>(args.pd_x) % kLineBytes : 0;
+  alignas(64) unsigned char edge_lines[kMaxGroupRows + 1][kLineBytes];
+  bool edge_carried = false;  // edge_lines[0] holds the previous group's last tail
 
   // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)),
   // expanded as g_scale*g + xhat_scale*xhat + offset: two FMAs per vector
@@ -302,6 +314,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     const bool load_sums = kAcc && !first_group;
     // This group's pd_x rows: in place, or staged.
     T* const group_pd_x = !kPdX ? nullptr : staged ? StagedAt(staging, pd_x_base + offset) : pd_x_base + offset;
+    // The line of the group's first row's head (join_edges).
+    unsigned char* const edge_line0 = reinterpret_cast<unsigned char*>(pd_x_base + offset) - edge_offset;
 
     // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
     // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
@@ -322,6 +336,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         if constexpr (kPdX) {
           T* pd_x = group_pd_x + (k * h + j0);
           if (!full) {
+            if (join_edges) {  // into edge_lines: line k's head, or line k + 1's tail
+              const size_t at_line = static_cast<size_t>(reinterpret_cast<unsigned char*>(pd_x) - edge_line0);
+              pd_x = reinterpret_cast<T*>(edge_lines[at_line / row_bytes] + at_line % row_bytes);
+            }
             StoreTail(df, out, pd_x, n);
           } else if constexpr (kShiftedStores<decltype(stream_now)>) {  // float32, float64
             stream_now.lines[k].Put(hn::BitCast(hn::Repartition<ShiftLane<T>, DF>(), out), pd_x, j0 == 0);
@@ -544,6 +562,23 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 #endif
     }
     if (head + steps * W < h) rest_columns(head + steps * W, h - head - steps * W);
+    if (join_edges) {
+      // Line 0: the call's first row's head alone, or joined to the carried
+      // tail; lines 1 to rows - 1 whole; line `rows` carried to the next group
+      // or, the call's last tail, alone.
+      if (edge_carried) {
+        StreamLines(edge_line0, edge_lines[0], kLineBytes);
+      } else {
+        std::memcpy(edge_line0 + edge_offset, edge_lines[0] + edge_offset, kLineBytes - edge_offset);
+      }
+      for (size_t k = 1; k < rows; ++k) StreamLines(edge_line0 + k * row_bytes, edge_lines[k], kLineBytes);
+      edge_carried = n0 < row_end;
+      if (edge_carried) {
+        std::memcpy(edge_lines[0], edge_lines[rows], edge_offset);
+      } else {
+        std::memcpy(edge_line0 + rows * row_bytes, edge_lines[rows], edge_offset);
+      }
+    }
     if (staged) {
       for (size_t k = 0; k < rows; ++k) {
         StreamLines(pd_x_base + offset + k * h, group_pd_x + k * h, h * sizeof(T));
