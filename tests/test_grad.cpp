@@ -222,11 +222,13 @@ TEST_P(PerTarget, StreamedRowsOffALineJoinTheirEdges) {
   // line and the next row's first are joined and stream as one line, within
   // a group, from one group to the next, and not across the rows of two
   // threads (each call's first and last partial lines stay cached stores).
+  // H = 1000 (float32, 16-bit: rows not whole lines apart) streams staged or
+  // shifted, every row's partial lines cached.
   // 100 rows: several groups and column-sum blocks; the same bits as cached
   // stores, nothing written outside pd_x (check_grad's guards).
   for (Dtype d : kDtypes) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
-    for (std::int64_t h : std::initializer_list<std::int64_t>{64 / elem, 256 / elem, 4096 / elem}) {
+    for (std::int64_t h : std::initializer_list<std::int64_t>{64 / elem, 256 / elem, 4096 / elem, 1000}) {
       for (const char* plan : {"", "threads=3", "group=3", "fused=1,group=2"}) {
         const ScopedPlan scoped(plan);
         for (int offset : {16, 48}) {
