@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "scoped_plan.hpp"
 #include "test_support.hpp"
 
 namespace lngrad::test {
@@ -163,6 +164,54 @@ TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
       for (int k = 0; k < 4; ++k) EXPECT_TRUE(outputs[0][k].bytes_equal(outputs[1][k])) << "output " << k;
       // And the values are real: pd_gamma is not left zero.
       EXPECT_NE(outputs[1][1].get(0), 0.0);
+    }
+  }
+}
+
+// Rows that start off a 64-byte line, as NumPy's and std::vector's buffers
+// do (16-48 bytes past one), start pass 2 on lines after a head of partial
+// columns (the plan's align_rows, or streaming); rows on a line need none.
+// Either way the same bits: only where each column is computed differs.
+TEST(Determinism, RowsOnOrOffALineGiveTheSameBits) {
+  for (Dtype d : {Dtype::float32, Dtype::bfloat16, Dtype::float64}) {
+    // Cached with align_rows (768 float32, 4096 bfloat16), cached without
+    // (bfloat16 1024), several blocks of column sums (100 rows).
+    for (Shape shape : {Shape{100, 768}, Shape{100, 1024}, Shape{16, 4096}}) {
+      for (const char* plan : {"", "align=0", "stream=1"}) {
+        SCOPED_TRACE(std::string(dtype_name(d)) + " " + shape.str() + " plan '" + plan + "'");
+        const ScopedPlan scoped(plan);
+        ProblemSpec s;
+        s.x_shape = shape;
+        s.dtype = d;
+        if (d == Dtype::float64) s.stat_dtype = s.param_dtype = Dtype::float64;  // never narrower than x
+        Problem p = make_problem(s);
+        const std::size_t bytes = static_cast<std::size_t>(p.rows * p.h) * dtype_size(d);
+        Buffer outputs[4][3];  // [offset 0, 16, 32, 48][pd_x, pd_gamma, pd_beta]
+        for (int o = 0; o < 4; ++o) {
+          // dy, x and pd_x each 16*o bytes past a line.
+          std::vector<unsigned char> storage[3];
+          unsigned char* at[3];
+          for (int k = 0; k < 3; ++k) {
+            storage[k].assign(bytes + 128, 0);
+            const auto past = reinterpret_cast<std::uintptr_t>(storage[k].data()) % 64;
+            at[k] = storage[k].data() + (64 - past) % 64 + 16 * o;
+          }
+          std::memcpy(at[0], p.dy.data(), bytes);
+          std::memcpy(at[1], p.x.data(), bytes);
+          Buffer pd_gamma(p.param_dtype, p.h), pd_beta(p.param_dtype, p.h);
+          layer_norm_grad(ConstTensorView{at[0], d, p.x_shape}, ConstTensorView{at[1], d, p.x_shape},
+                          p.variance.cview(p.stat_shape), p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape),
+                          TensorView{at[2], d, p.x_shape}, pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape));
+          outputs[o][0] = Buffer(d, p.rows * p.h);
+          std::memcpy(outputs[o][0].data(), at[2], bytes);
+          outputs[o][1] = pd_gamma;
+          outputs[o][2] = pd_beta;
+        }
+        for (int o = 1; o < 4; ++o) {
+          for (int k = 0; k < 3; ++k) EXPECT_TRUE(outputs[0][k].bytes_equal(outputs[o][k])) << "offset " << 16 * o << " output " << k;
+        }
+        EXPECT_NE(outputs[0][1].get(0), 0.0);  // the sums are real
+      }
     }
   }
 }

@@ -151,6 +151,15 @@ TEST_F(Plan, RefusedStreamingIsReported) {
   EXPECT_TRUE(kernels::plan_grad(off32).stream_pd_x);
   off32.h = 256;
   EXPECT_FALSE(kernels::plan_grad(off32).stream_pd_x);
+  // Cached rows of 3 KiB or more whole lines apart start pass 2 on lines
+  // where they start off one: float32 H = 768, bfloat16 4096; not bfloat16
+  // 1024 (2 KiB), rows not whole lines apart, or streamed rows (their head
+  // comes with streaming).
+  EXPECT_TRUE(kernels::plan_grad(inputs(Dtype::float32, 64, 768, 1, kAvx512)).align_rows);
+  EXPECT_TRUE(kernels::plan_grad(inputs(Dtype::bfloat16, 16, 4096, 1, kAvx512)).align_rows);
+  EXPECT_FALSE(kernels::plan_grad(inputs(Dtype::bfloat16, 64, 1024, 1, kAvx512)).align_rows);
+  EXPECT_FALSE(kernels::plan_grad(inputs(Dtype::float32, 64, 1000, 1, kAvx512)).align_rows);
+  EXPECT_FALSE(kernels::plan_grad(inputs(Dtype::float32, 16384, 4096, 2, kAvx512)).align_rows);
   // No output, no streaming.
   off.has_output = false;
   EXPECT_FALSE(kernels::plan_grad(off).stream_pd_x);

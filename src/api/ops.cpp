@@ -228,6 +228,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
   args.stream_pd_x = plan.stream_pd_x;
   args.stage_pd_x = plan.stage_pd_x;
   args.shift_pd_x = plan.shift_pd_x;
+  args.align_rows = plan.align_rows;
   args.prefetch_l1_bytes = plan.prefetch_l1_bytes;
   args.prefetch_l2_bytes = plan.prefetch_l2_bytes;
   args.groups_ahead = plan.groups_ahead;

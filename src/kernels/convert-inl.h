@@ -214,12 +214,38 @@ template <class DF>
 using PairOrder = decltype(hn::SetTableIndices(DF(), static_cast<const int32_t*>(nullptr)));
 
 // The calling thread's buffer for two PairOrdered copies of h floats, the
-// second at PairScratchStride(h), both on a line; grows, never shrinks (part
-// of grad_workspace_bytes; layer_norm uses it too).
+// first at its start, on a line, the second up to a line past
+// PairScratchStride(h); grows, never shrinks (part of grad_workspace_bytes;
+// layer_norm uses it too).
 inline size_t PairScratchStride(size_t h) { return static_cast<size_t>(line_padded<float>(static_cast<int64_t>(h))); }
 inline float* PairScratch(size_t h) {
   static thread_local LineVector<float> buffer;
-  if (buffer.size() < 2 * PairScratchStride(h)) buffer.resize(2 * PairScratchStride(h));
+  const size_t room = 2 * PairScratchStride(h) + kLineBytes / sizeof(float);
+  if (buffer.size() < room) buffer.resize(room);
+  return buffer.data();
+}
+
+// Rows of h elements of elem_bytes at `rows`, whole steps of step_bytes
+// apart: the elements each row takes to reach a step boundary (0 when they
+// start on one, are not whole steps apart, or start inside an element).
+inline size_t RowHead(const void* rows, size_t h, size_t elem_bytes, size_t step_bytes) {
+  const size_t misalign = reinterpret_cast<uintptr_t>(rows) % step_bytes;
+  if (misalign == 0 || (h * elem_bytes) % step_bytes != 0 || misalign % elem_bytes != 0) return 0;
+  return HWY_MIN(h, (step_bytes - misalign) / elem_bytes);
+}
+// Elements before a line that put element `at` of an array on one.
+template <typename A>
+size_t LeadToLine(size_t at) {
+  constexpr size_t kPerLine = kLineBytes / sizeof(A);
+  return (kPerLine - at % kPerLine) % kPerLine;
+}
+// The calling thread's buffer for pass 2's copies of gamma and of a block's
+// column sums placed after a head (GradRowsT); grows, never shrinks (part of
+// grad_workspace_bytes).
+template <typename A>
+A* HeadScratch(size_t elements) {
+  static thread_local LineVector<A> buffer;
+  if (buffer.size() < elements) buffer.resize(elements);
   return buffer.data();
 }
 

@@ -154,13 +154,35 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   size_t head = 0;
   const bool stream =
       !kShifted && StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
+  // Cached rows whole lines apart that start off a line (NumPy's and
+  // std::vector's buffers) take such a head too when the plan says so, and
+  // pass 2's gamma and column sums are then copies placed so that the
+  // steps' elements start on lines as well.
+  if (args.align_rows && !stream && !kShifted && W * sizeof(T) == kLineBytes) {
+    head = RowHead(kPdX ? args.pd_x : args.dy, h, sizeof(T), W * sizeof(T));
+  }
   // Rows that are not whole steps apart stream through the staging buffer
   // (StreamLines) when the plan says so, or shifted (kShifted).
   const bool staged = !kShifted && kPdX && args.stream_pd_x && args.stage_pd_x && !stream;
   unsigned char* const staging = staged ? StagingBuffer(group * h * sizeof(T)) : nullptr;
-  if constexpr (kPairs) {  // pass 2's pairs then start at the head
-    if (pair_scratch != nullptr && head != 0) gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + PairScratchStride(h));
+  const size_t head_lead = stream ? 0 : LeadToLine<A>(head);
+  if constexpr (kPairs) {
+    if (pair_scratch != nullptr && head != 0) {
+      gamma2 = PairOrdered(df, gamma, h, head, pair_scratch + PairScratchStride(h) + head_lead);
+    }
   }
+  A* head_scratch = nullptr;
+  const size_t head_stride = static_cast<size_t>(line_padded<A>(static_cast<int64_t>(h + head_lead)));
+  if (head_lead != 0) {
+    head_scratch = HeadScratch<A>(3 * head_stride);
+    if (!kPairs || pair_scratch == nullptr) {
+      A* g = head_scratch + 2 * head_stride + head_lead;
+      std::memcpy(g, gamma, h * sizeof(A));
+      gamma2 = g;
+    }
+  }
+  A* block_gamma = nullptr;
+  A* block_beta = nullptr;
   const size_t steps = (h - head) / W;
   // Streamed rows whole steps of a line apart but off a line: a row's tail
   // and the next row's head share a line. Stored through the cache, one line per row, each
@@ -286,6 +308,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     if constexpr (kPairs && kAcc) {
       for (A* acc : {acc_gamma, acc_beta}) PairsToElementOrder(df, pair_order, acc + head, steps);
     }
+    if (block_gamma != nullptr) {
+      std::memcpy(block_gamma, acc_gamma, h * sizeof(A));
+      std::memcpy(block_beta, acc_beta, h * sizeof(A));
+    }
   };
   Row coef_store[2][kMaxGroupRows];
   Row* coef = coef_store[0];
@@ -300,6 +326,12 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         block_sums->next(&g, &b);
         acc_gamma = static_cast<A*>(g);
         acc_beta = static_cast<A*>(b);
+        if (head_scratch != nullptr) {
+          block_gamma = acc_gamma;
+          block_beta = acc_beta;
+          acc_gamma = head_scratch + head_lead;
+          acc_beta = head_scratch + head_stride + head_lead;
+        }
         first_group = true;
       }
     }
@@ -327,7 +359,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         sum_g = LoadPart(df, acc_gamma + j0, n, full);
         sum_b = LoadPart(df, acc_beta + j0, n, full);
       }
-      const auto gam = LoadPart(df, gamma + j0, n, full);
+      const auto gam = LoadPart(df, (kPairs ? gamma : gamma2) + j0, n, full);
       ForEachRow(row_count, [&](size_t k) HWY_ATTR __attribute__((always_inline)) {
         const size_t at = offset + k * h + j0;
         const auto d = LoadPart(df, dy_base + at, n, full);

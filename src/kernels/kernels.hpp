@@ -38,6 +38,7 @@ struct GradArgs {
   bool stream_pd_x = false;
   bool stage_pd_x = false;
   bool shift_pd_x = false;
+  bool align_rows = false;
   std::int64_t prefetch_l1_bytes = 0;
   std::int64_t prefetch_l2_bytes = 0;
   std::int64_t groups_ahead = 0;

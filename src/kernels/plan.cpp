@@ -70,6 +70,8 @@ constexpr std::int64_t kCacheLine = 64;
 // shorter rows spend too much in the cached head and tail of every row.
 constexpr std::int64_t kMisalignedStreamRowBytes = 1536;
 constexpr std::int64_t kMisalignedStreamYRowBytes = 4096;
+// Cached rows off a line start pass 2 on lines from rows this long.
+constexpr std::int64_t kAlignedRowsMinBytes = 3072;
 // With narrow vectors, streamed stores narrower than this lose.
 constexpr std::int64_t kNarrowMinStreamBytes = 32;
 constexpr std::int64_t kPage = 4096;  // L1 set aliasing period of the machines measured
@@ -152,8 +154,8 @@ bool streamable(const PlanInputs& in, bool f16_steps, bool* stage, std::string* 
 // ---- The override (LNGRAD_PLAN / set_plan_override). ---------------------------
 
 struct Override {
-  std::optional<std::int64_t> threads, group, fused, stream, shift, prefetch_l1, prefetch_l2, ahead;
-  bool any() const { return threads || group || fused || stream || shift || prefetch_l1 || prefetch_l2 || ahead; }
+  std::optional<std::int64_t> threads, group, fused, stream, shift, align, prefetch_l1, prefetch_l2, ahead;
+  bool any() const { return threads || group || fused || stream || shift || align || prefetch_l1 || prefetch_l2 || ahead; }
 };
 
 std::optional<std::int64_t>* field(Override& o, std::string_view key) {
@@ -162,6 +164,7 @@ std::optional<std::int64_t>* field(Override& o, std::string_view key) {
   if (key == "fused") return &o.fused;
   if (key == "stream") return &o.stream;
   if (key == "shift") return &o.shift;
+  if (key == "align") return &o.align;
   if (key == "prefetch_l1") return &o.prefetch_l1;
   if (key == "prefetch_l2") return &o.prefetch_l2;
   if (key == "ahead") return &o.ahead;
@@ -173,7 +176,7 @@ struct Range {
 };
 Range range_of(std::string_view key) {
   if (key == "group") return {1, kMaxGroupRows};
-  if (key == "fused" || key == "stream" || key == "shift") return {0, 1};
+  if (key == "fused" || key == "stream" || key == "shift" || key == "align") return {0, 1};
   if (key == "threads") return {1, 4096};
   if (key == "ahead") return {0, 1};  // off or on; the distance follows GroupsAhead
   return {0, std::int64_t{1} << 20};  // prefetch distances in bytes
@@ -190,7 +193,7 @@ Override parse_override(std::string_view spec) {
     const std::string_view key = item.substr(0, eq);
     std::optional<std::int64_t>* slot = field(o, key);
     if (slot == nullptr) {
-      throw Error("plan: expected keys threads, group, fused, stream, shift, prefetch_l1, prefetch_l2, ahead; given '" +
+      throw Error("plan: expected keys threads, group, fused, stream, shift, align, prefetch_l1, prefetch_l2, ahead; given '" +
                   std::string(item) + "'");
     }
     const std::string value(eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1));
@@ -333,6 +336,11 @@ GradPlan plan_grad(const PlanInputs& in) {
   const bool shift_wanted = o.shift ? *o.shift != 0 : p.fused;
   p.shift_pd_x = p.stage_pd_x && in.target.shifts_lines && shift_wanted;
   if (p.shift_pd_x) p.stage_pd_x = false;
+  // Cached rows of 3 KiB or more whole lines apart that start off a line
+  // begin pass 2 with a head of partial columns, so that its loads and
+  // stores start on lines; bfloat16 rows of 2 KiB lost by the head's cost.
+  p.align_rows = !p.stream_pd_x && row_bytes >= kAlignedRowsMinBytes && row_bytes % kCacheLine == 0;
+  apply(o.align, &p.align_rows);
   return p;
 }
 
@@ -362,6 +370,7 @@ std::string describe(const GradPlan& p) {
     << " ahead=" << p.groups_ahead;
   if (p.stage_pd_x) s << " staged=1";  // streamed through the staging buffer (not an override key)
   if (p.shift_pd_x) s << " shift=1";
+  if (p.align_rows) s << " align=1";
   if (!p.notes.empty()) s << " (" << p.notes.substr(0, p.notes.size() - 2) << ")";
   return s.str();
 }

@@ -63,6 +63,7 @@ struct GradPlan {
   bool stream_pd_x = false;     // non-temporal pd_x stores
   bool stage_pd_x = false;      // ... through a staging buffer: rows not whole steps apart
   bool shift_pd_x = false;      // ... or with each line shifted into place (instead of staged)
+  bool align_rows = false;      // cached rows off a line start pass 2's steps on lines
   std::int64_t prefetch_l1_bytes = 0;  // fused pass 1 prefetches this far ahead into the L1
   std::int64_t prefetch_l2_bytes = 0;  // ... and this far into the L2 (0: not)
   std::int64_t groups_ahead = 0;       // unfused: prefetch the group this many ahead (0: not)
