@@ -185,12 +185,11 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* block_beta = nullptr;
   const size_t steps = (h - head) / W;
   // Streamed rows whole steps of a line apart but off a line: a row's tail
-  // and the next row's head share a line. Stored through the cache, one line per row, each
-  // held up the streamed stores behind it until the line had been read from
-  // memory (float32 16384x384 with pd_x 32 bytes past a line: 1.3-1.45x;
-  // docs/TUNING.md). They are joined here and the line streams. The call's
-  // first head and last tail share their lines with rows outside it: those
-  // stay cached stores.
+  // and the next row's head share a line. Stored through the cache, once per
+  // row among the streamed stores, those lines cost more than the rest of
+  // the row's stores (docs/TUNING.md); they are joined here and stream. The
+  // call's first head and last tail share their lines with rows outside it:
+  // those stay cached stores.
   const bool join_edges = stream && head != 0 && W * sizeof(T) == kLineBytes;
   const size_t row_bytes = h * sizeof(T);
   const size_t edge_offset = join_edges ? reinterpret_cast<uintptr_t>(args.pd_x) % kLineBytes : 0;
@@ -347,7 +346,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // This group's pd_x rows: in place, or staged.
     T* const group_pd_x = !kPdX ? nullptr : staged ? StagedAt(staging, pd_x_base + offset) : pd_x_base + offset;
     // The line of the group's first row's head (join_edges).
-    unsigned char* const edge_line0 = reinterpret_cast<unsigned char*>(pd_x_base + offset) - edge_offset;
+    unsigned char* const edge_line0 =
+        join_edges ? reinterpret_cast<unsigned char*>(pd_x_base + offset) - edge_offset : nullptr;
 
     // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
     // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
