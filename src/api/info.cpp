@@ -53,13 +53,14 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
   if (rows < 1 || h < 1) return 0;
   const int threads = kernels::plan_threads(num_threads > 0 ? num_threads : runtime::available_cores(), rows, h);
   const std::int64_t acc = x_dtype == Dtype::float64 ? 8 : 4;
+  const auto line = static_cast<std::int64_t>(kLineBytes);
   // + for bfloat16, gamma in the kernels' pair order (two copies per thread,
   // the second up to a line late).
   const std::int64_t pair_gamma =
-      x_dtype == Dtype::bfloat16 ? std::int64_t{threads} * (2 * line_padded<float>(h) * 4 + kLineBytes) : 0;
+      x_dtype == Dtype::bfloat16 ? std::int64_t{threads} * (2 * line_padded<float>(h) * 4 + line) : 0;
   // + where cached rows start off a line (align_rows), gamma and a block's
   // column sums placed after the rows' head, per thread.
-  const std::int64_t head_copies = std::int64_t{threads} * 3 * line_padded(h + kLineBytes / acc, acc) * acc;
+  const std::int64_t head_copies = std::int64_t{threads} * 3 * line_padded(h + line / acc, acc) * acc;
   // + where pd_x rows that are not whole steps apart stream (as they may when
   // asked, or beyond the LLC), one staged group of rows per thread.
   const kernels::GradPlan streamed =

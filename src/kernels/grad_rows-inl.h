@@ -193,7 +193,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   const bool join_edges = stream && head != 0 && W * sizeof(T) == kLineBytes;
   const size_t row_bytes = h * sizeof(T);
   const size_t edge_offset = join_edges ? reinterpret_cast<uintptr_t>(args.pd_x) % kLineBytes : 0;
-  alignas(64) unsigned char edge_lines[kMaxGroupRows + 1][kLineBytes];
+  alignas(64) T edge_lines[kMaxGroupRows + 1][kLineBytes / sizeof(T)];
   bool edge_carried = false;  // edge_lines[0] holds the previous group's last tail
 
   // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)),
@@ -370,7 +370,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           if (!full) {
             if (join_edges) {  // into edge_lines: line k's head, or line k + 1's tail
               const size_t at_line = static_cast<size_t>(reinterpret_cast<unsigned char*>(pd_x) - edge_line0);
-              pd_x = reinterpret_cast<T*>(edge_lines[at_line / row_bytes] + at_line % row_bytes);
+              pd_x = edge_lines[at_line / row_bytes] + at_line % row_bytes / sizeof(T);
             }
             StoreTail(df, out, pd_x, n);
           } else if constexpr (kShiftedStores<decltype(stream_now)>) {  // float32, float64
@@ -598,17 +598,18 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       // Line 0: the call's first row's head alone, or joined to the carried
       // tail; lines 1 to rows - 1 whole; line `rows` carried to the next group
       // or, the call's last tail, alone.
+      auto bytes_of = [&](size_t k) { return reinterpret_cast<unsigned char*>(edge_lines[k]); };
       if (edge_carried) {
-        StreamLines(edge_line0, edge_lines[0], kLineBytes);
+        StreamLines(edge_line0, bytes_of(0), kLineBytes);
       } else {
-        std::memcpy(edge_line0 + edge_offset, edge_lines[0] + edge_offset, kLineBytes - edge_offset);
+        std::memcpy(edge_line0 + edge_offset, bytes_of(0) + edge_offset, kLineBytes - edge_offset);
       }
-      for (size_t k = 1; k < rows; ++k) StreamLines(edge_line0 + k * row_bytes, edge_lines[k], kLineBytes);
+      for (size_t k = 1; k < rows; ++k) StreamLines(edge_line0 + k * row_bytes, bytes_of(k), kLineBytes);
       edge_carried = n0 < row_end;
       if (edge_carried) {
-        std::memcpy(edge_lines[0], edge_lines[rows], edge_offset);
+        std::memcpy(bytes_of(0), bytes_of(rows), edge_offset);
       } else {
-        std::memcpy(edge_line0 + rows * row_bytes, edge_lines[rows], edge_offset);
+        std::memcpy(edge_line0 + rows * row_bytes, bytes_of(rows), edge_offset);
       }
     }
     if (staged) {
