@@ -437,11 +437,11 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   return row;
 }
 
-// Each row tail of the run (H not a multiple of 32) against the run's shape
-// with H rounded down to one, same rows and dtype: lngrad alone on both, in
-// alternating rounds, each round's ratio of element rates. Timed one shape
-// after the other, as the table's rows are, the ratio swung 0.75-1.44 between
-// runs on a noisy VM.
+// The tail's element rate over the rounded shape's, from their call times.
+double rate_ratio(std::int64_t h_tail, double t_tail, std::int64_t h_rounded, double t_rounded) {
+  return (static_cast<double>(h_tail) / t_tail) / (static_cast<double>(h_rounded) / t_rounded);
+}
+
 // The tail's element rate against the rounded shape's, one call each per
 // round, every call after writing a buffer of twice the last-level cache: the
 // rows then come from memory for both shapes alike. Timed on the same buffers
@@ -457,11 +457,16 @@ double cold_ratio(const std::vector<Entry>& pair, std::int64_t h_tail, std::int6
       std::memset(evict.data(), ++fill, evict.size());
       t[i] = time_calls(pair[i].call, 1);
     }
-    ratios.push_back((static_cast<double>(h_tail) / t[0]) / (static_cast<double>(h_rounded) / t[1]));
+    ratios.push_back(rate_ratio(h_tail, t[0], h_rounded, t[1]));
   }
   return median(ratios);
 }
 
+// Each row tail of the run (H not a multiple of 32) against the run's shape
+// with H rounded down to one, same rows and dtype: lngrad alone on both, in
+// alternating rounds, each round's ratio of element rates. Timed one shape
+// after the other, as the table's rows are, the ratio swung 0.75-1.44 between
+// runs on a noisy VM.
 std::vector<TailPair> measure_tails(const Options& o, const std::vector<Row>& rows, double llc_bytes) {
   std::vector<TailPair> tails;
   for (const Row& r : rows) {
@@ -479,8 +484,7 @@ std::vector<TailPair> measure_tails(const Options& o, const std::vector<Row>& ro
       time_rounds(entries, o.reps, o.verbose);
       std::vector<double> ratios;
       for (std::size_t i = 0; i < entries[0].samples.size(); ++i) {
-        ratios.push_back((static_cast<double>(r.h) / entries[0].samples[i]) /
-                         (static_cast<double>(q.h) / entries[1].samples[i]));
+        ratios.push_back(rate_ratio(r.h, entries[0].samples[i], q.h, entries[1].samples[i]));
       }
       tails.push_back({r.shape, q.shape, r.dtype, median(ratios), quantile(ratios, 0.1), quantile(ratios, 0.9),
                        cold_ratio(entries, r.h, q.h, o.reps, llc_bytes)});

@@ -67,8 +67,7 @@ std::int64_t grad_workspace_bytes(std::int64_t rows, std::int64_t h, Dtype x_dty
       kernels::plan_grad(kernels::machine_inputs(x_dtype, rows, h, threads, Stores::streaming));
   std::int64_t staging = 0;
   if (streamed.stage_pd_x) {
-    staging = std::int64_t{threads} * (streamed.group_rows * h * static_cast<std::int64_t>(dtype_size(x_dtype)) +
-                                          static_cast<std::int64_t>(kLineBytes));
+    staging = std::int64_t{threads} * (streamed.group_rows * h * static_cast<std::int64_t>(dtype_size(x_dtype)) + line);
   }
   // + the final sums and gamma, each on its own lines, where the caller's are
   // not (or not of the accumulator type).

@@ -225,14 +225,6 @@ inline float* PairScratch(size_t h) {
   return buffer.data();
 }
 
-// Rows of h elements of elem_bytes at `rows`, whole steps of step_bytes
-// apart: the elements each row takes to reach a step boundary (0 when they
-// start on one, are not whole steps apart, or start inside an element).
-inline size_t RowHead(const void* rows, size_t h, size_t elem_bytes, size_t step_bytes) {
-  const size_t misalign = reinterpret_cast<uintptr_t>(rows) % step_bytes;
-  if (misalign == 0 || (h * elem_bytes) % step_bytes != 0 || misalign % elem_bytes != 0) return 0;
-  return HWY_MIN(h, (step_bytes - misalign) / elem_bytes);
-}
 // Elements before a line that put element `at` of an array on one.
 template <typename A>
 size_t LeadToLine(size_t at) {
@@ -387,16 +379,23 @@ const float* PairOrdered(DF df, const float* src, size_t h, size_t base, float* 
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
+// Whether rows of h elements of elem_bytes at `rows` are all aligned alike
+// (whole steps of step_bytes apart, starting on an element boundary), and in
+// *head the elements each row takes to reach a step boundary (0 otherwise).
+inline bool RowsAlignedAlike(const void* rows, size_t h, size_t elem_bytes, size_t step_bytes, size_t* head) {
+  *head = 0;
+  const size_t misalign = reinterpret_cast<uintptr_t>(rows) % step_bytes;
+  if ((h * elem_bytes) % step_bytes != 0 || misalign % elem_bytes != 0) return false;
+  if (misalign != 0) *head = HWY_MIN(h, (step_bytes - misalign) / elem_bytes);
+  return true;
+}
+
 // Whether rows of h elements of elem_bytes at out take non-temporal stores of
-// store_bytes each (wanted, and every row aligned alike: rows whole stores
-// apart), and in *head the elements each row first stores through the cache
-// to reach a store boundary.
+// store_bytes each (wanted, and every row aligned alike), and in *head the
+// elements each row first stores through the cache to reach a store boundary.
 inline bool StreamRows(bool wanted, const void* out, size_t h, size_t elem_bytes, size_t store_bytes, size_t* head) {
   *head = 0;
-  const size_t misalign = reinterpret_cast<uintptr_t>(out) % store_bytes;
-  if (!wanted || (h * elem_bytes) % store_bytes != 0 || misalign % elem_bytes != 0) return false;
-  if (misalign != 0) *head = HWY_MIN(h, (store_bytes - misalign) / elem_bytes);
-  return true;
+  return wanted && RowsAlignedAlike(out, h, elem_bytes, store_bytes, head);
 }
 
 // Rows of an output that are not whole lines apart cannot all start their

@@ -154,12 +154,13 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   size_t head = 0;
   const bool stream =
       !kShifted && StreamRows(kPdX && args.stream_pd_x, args.pd_x, h, sizeof(T), W * sizeof(T), &head);
+  const bool steps_are_lines = W * sizeof(T) == kLineBytes;
   // Cached rows whole lines apart that start off a line (NumPy's and
   // std::vector's buffers) take such a head too when the plan says so, and
   // pass 2's gamma and column sums are then copies placed so that the
   // steps' elements start on lines as well.
-  if (args.align_rows && !stream && !kShifted && W * sizeof(T) == kLineBytes) {
-    head = RowHead(kPdX ? args.pd_x : args.dy, h, sizeof(T), W * sizeof(T));
+  if (args.align_rows && !stream && !kShifted && steps_are_lines) {
+    RowsAlignedAlike(kPdX ? args.pd_x : args.dy, h, sizeof(T), W * sizeof(T), &head);
   }
   // Rows that are not whole steps apart stream through the staging buffer
   // (StreamLines) when the plan says so, or shifted (kShifted).
@@ -190,7 +191,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // the row's stores (docs/TUNING.md); they are joined here and stream. The
   // call's first head and last tail share their lines with rows outside it:
   // those stay cached stores.
-  const bool join_edges = stream && head != 0 && W * sizeof(T) == kLineBytes;
+  const bool join_edges = stream && head != 0 && steps_are_lines;
   const size_t row_bytes = h * sizeof(T);
   const size_t edge_offset = join_edges ? reinterpret_cast<uintptr_t>(args.pd_x) % kLineBytes : 0;
   alignas(64) T edge_lines[kMaxGroupRows + 1][kLineBytes / sizeof(T)];
