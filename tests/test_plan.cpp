@@ -77,6 +77,12 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       {"f32 256x4096 AVX-512", inputs(Dtype::float32, 256, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 1},
       // Hot in one L2: row pairs of 6 KiB go in 4s, nothing prefetched or streamed.
       {"f32 64x768 AVX-512 hot", inputs(Dtype::float32, 64, 768, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
+      // float32 rows of 3 KiB from the LLC (19 MB, beyond the L2s): pairs.
+      {"f32 2048x768 AVX-512", inputs(Dtype::float32, 2048, 768, 2, kAvx512), 2, 2, false, false, 0, 0, 2},
+      // float32 rows not whole lines apart (4000 bytes): pairs, hot too; but
+      // not 400-byte ones (pairs of 800 bytes go in 8s).
+      {"f32 64x1000 AVX-512 hot", inputs(Dtype::float32, 64, 1000, 1, kAvx512), 1, 2, false, false, 0, 0, 0},
+      {"f32 1024x100 AVX-512 hot", inputs(Dtype::float32, 1024, 100, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
       // 12.6 MB, inside the LLC but beyond the L2s: row pairs of 4 KiB go in 8s.
       {"bf16 2048x1024 AVX-512", inputs(Dtype::bfloat16, 2048, 1024, 2, kAvx512), 2, 8, false, false, 0, 0, 0},
       // AVX2: 16-bit rows do not fuse and long ones go in pairs; the pair is

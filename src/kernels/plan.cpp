@@ -37,6 +37,14 @@ constexpr std::int64_t kMaxGroupBytes = std::int64_t{256} * 1024;  // very long 
 // smaller groups keep more lines in flight per row.
 constexpr std::int64_t kPairedRowBytes = 256;
 constexpr std::int64_t kPairedGroupRows = 2;
+// float32 rows from the LLC go in pairs too when they are this long: 4 rows
+// of them lost to 2 whatever the L1 held of them.
+constexpr std::int64_t kPairedLlcRowBytesMin = 3072;
+constexpr std::int64_t kPairedLlcRowBytesMax = 8192;
+// So do float32 rows that are not whole lines apart, from this size on and
+// wherever they come from: each of a group's rows starts at another place in
+// a line, and 4 rows of split loads and stores in one step lost to 2.
+constexpr std::int64_t kPairedSplitRowBytes = 1536;
 // With narrow vectors (under a cache line) 16-bit rows this long go in pairs.
 constexpr std::int64_t kNarrowLong16BitH = 1024;
 
@@ -293,7 +301,11 @@ GradPlan plan_grad(const PlanInputs& in) {
     }
   } else {
     p.group_rows = group_for(2 * row_bytes, from_memory);
-    if (is_f32 && far && row_bytes >= kPairedRowBytes) p.group_rows = std::min(kPairedGroupRows, p.group_rows);
+    const bool llc_pairs = from_memory && row_bytes >= kPairedLlcRowBytesMin && row_bytes <= kPairedLlcRowBytesMax;
+    const bool split_pairs = row_bytes % kCacheLine != 0 && row_bytes >= kPairedSplitRowBytes;
+    if (is_f32 && ((far && row_bytes >= kPairedRowBytes) || llc_pairs || split_pairs)) {
+      p.group_rows = std::min(kPairedGroupRows, p.group_rows);
+    }
   }
   apply(o.group, &p.group_rows);
 
