@@ -12,6 +12,7 @@
 #include "common/scalar.hpp"
 #include "kernels/convert-inl.h"
 #include "kernels/kernels.hpp"
+#include "kernels/line_stores-inl.h"
 #include "kernels/row_sums-inl.h"
 
 #include <hwy/highway.h>

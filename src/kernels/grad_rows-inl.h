@@ -33,6 +33,7 @@
 #include "common/scalar.hpp"
 #include "kernels/convert-inl.h"
 #include "kernels/kernels.hpp"
+#include "kernels/line_stores-inl.h"
 #include "kernels/row_sums-inl.h"
 
 #include <hwy/cache_control.h>
@@ -83,24 +84,6 @@ HWY_INLINE void ForEachRow(Rows rows, const Body& body) {
     for (size_t k = 0; k < Rows::value; ++k) body(k);
   }
 }
-
-// The store kind of whole steps of rows streamed by ShiftedLines, one per
-// row of the group (beside std::true_type, streamed, and std::false_type,
-// cached).
-template <class Lines>
-struct ShiftedStores : std::true_type {
-  Lines* lines;
-};
-template <class S>
-struct IsShiftedStores : std::false_type {};
-template <class Lines>
-struct IsShiftedStores<ShiftedStores<Lines>> : std::true_type {};
-template <class S>
-constexpr bool kShiftedStores = IsShiftedStores<S>::value;
-
-// Lanes of ShiftedLines for rows of T.
-template <typename T>
-using ShiftLane = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
 
 // kPdX and kAcc (the column sums) select compiled variants; res_for_gamma,
 // rarer, is a run-time branch, which keeps the number of instantiations (and
@@ -185,17 +168,9 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* block_gamma = nullptr;
   A* block_beta = nullptr;
   const size_t steps = (h - head) / W;
-  // Streamed rows whole steps of a line apart but off a line: a row's tail
-  // and the next row's head share a line. Stored through the cache, once per
-  // row among the streamed stores, those lines cost more than the rest of
-  // the row's stores (docs/TUNING.md); they are joined here and stream. The
-  // call's first head and last tail share their lines with rows outside it:
-  // those stay cached stores.
+  // Streamed rows whole lines apart but off a line join their edge lines.
   const bool join_edges = stream && head != 0 && steps_are_lines;
-  const size_t row_bytes = h * sizeof(T);
-  const size_t edge_offset = join_edges ? reinterpret_cast<uintptr_t>(args.pd_x) % kLineBytes : 0;
-  alignas(64) T edge_lines[kMaxGroupRows + 1][kLineBytes / sizeof(T)];
-  bool edge_carried = false;  // edge_lines[0] holds the previous group's last tail
+  JoinedEdges<T> edges(args.pd_x, h * sizeof(T));
 
   // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)),
   // expanded as g_scale*g + xhat_scale*xhat + offset: two FMAs per vector
@@ -346,9 +321,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     const bool load_sums = kAcc && !first_group;
     // This group's pd_x rows: in place, or staged.
     T* const group_pd_x = !kPdX ? nullptr : staged ? StagedAt(staging, pd_x_base + offset) : pd_x_base + offset;
-    // The line of the group's first row's head (join_edges).
-    unsigned char* const edge_line0 =
-        join_edges ? reinterpret_cast<unsigned char*>(pd_x_base + offset) - edge_offset : nullptr;
+    if (join_edges) edges.Begin(pd_x_base + offset);
 
     // Pass 2 over the cached group: elements [j0, j0 + n) of every row, n <=
     // N. Loads of an index precede its stores, so pd_x/res_for_gamma may be
@@ -369,11 +342,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         if constexpr (kPdX) {
           T* pd_x = group_pd_x + (k * h + j0);
           if (!full) {
-            if (join_edges) {  // into edge_lines: line k's head, or line k + 1's tail
-              const size_t at_line = static_cast<size_t>(reinterpret_cast<unsigned char*>(pd_x) - edge_line0);
-              pd_x = edge_lines[at_line / row_bytes] + at_line % row_bytes / sizeof(T);
-            }
-            StoreTail(df, out, pd_x, n);
+            StoreTail(df, out, join_edges ? edges.At(pd_x) : pd_x, n);
           } else if constexpr (kShiftedStores<decltype(stream_now)>) {  // float32, float64
             stream_now.lines[k].Put(hn::BitCast(hn::Repartition<ShiftLane<T>, DF>(), out), pd_x, j0 == 0);
           } else if (stream_now) {
@@ -595,24 +564,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 #endif
     }
     if (head + steps * W < h) rest_columns(head + steps * W, h - head - steps * W);
-    if (join_edges) {
-      // Line 0: the call's first row's head alone, or joined to the carried
-      // tail; lines 1 to rows - 1 whole; line `rows` carried to the next group
-      // or, the call's last tail, alone.
-      auto bytes_of = [&](size_t k) { return reinterpret_cast<unsigned char*>(edge_lines[k]); };
-      if (edge_carried) {
-        StreamLines(edge_line0, bytes_of(0), kLineBytes);
-      } else {
-        std::memcpy(edge_line0 + edge_offset, bytes_of(0) + edge_offset, kLineBytes - edge_offset);
-      }
-      for (size_t k = 1; k < rows; ++k) StreamLines(edge_line0 + k * row_bytes, bytes_of(k), kLineBytes);
-      edge_carried = n0 < row_end;
-      if (edge_carried) {
-        std::memcpy(bytes_of(0), bytes_of(rows), edge_offset);
-      } else {
-        std::memcpy(edge_line0 + rows * row_bytes, bytes_of(rows), edge_offset);
-      }
-    }
+    if (join_edges) edges.Finish(rows, n0 < row_end);
     if (staged) {
       for (size_t k = 0; k < rows; ++k) {
         StreamLines(pd_x_base + offset + k * h, group_pd_x + k * h, h * sizeof(T));
