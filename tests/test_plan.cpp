@@ -157,6 +157,17 @@ TEST_F(Plan, RefusedStreamingIsReported) {
   EXPECT_TRUE(kernels::plan_grad(off32).stream_pd_x);
   off32.h = 256;
   EXPECT_FALSE(kernels::plan_grad(off32).stream_pd_x);
+  // float32 rows off a line from 1.5 KiB to under the aligned head's 3 KiB
+  // go in pairs wherever they come from: hot H = 512 here, not H = 256 or
+  // 768, nor H = 512 on a line.
+  PlanInputs hot_off = inputs(Dtype::float32, 128, 512, 1, kAvx512);
+  EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 4);
+  hot_off.output_line_offset = 16;
+  EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 2);
+  hot_off.h = 256;
+  EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 4);
+  hot_off.h = 768;
+  EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 4);
   // Cached rows of 3 KiB or more whole lines apart start pass 2 on lines
   // where they start off one: float32 H = 768, bfloat16 4096; not bfloat16
   // 1024 (2 KiB), rows not whole lines apart, or streamed rows (their head

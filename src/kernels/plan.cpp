@@ -41,9 +41,10 @@ constexpr std::int64_t kPairedGroupRows = 2;
 // of them lost to 2 whatever the L1 held of them.
 constexpr std::int64_t kPairedLlcRowBytesMin = 3072;
 constexpr std::int64_t kPairedLlcRowBytesMax = 8192;
-// So do float32 rows that are not whole lines apart, from this size on and
-// wherever they come from: each of a group's rows starts at another place in
-// a line, and 4 rows of split loads and stores in one step lost to 2.
+// So do float32 rows whose loads and stores split lines, from this size on
+// and wherever they come from: rows not whole lines apart, and rows off a
+// line (NumPy's) too short for the aligned head (kAlignedRowsMinBytes). 4 rows
+// of split loads and stores in one step lost to 2.
 constexpr std::int64_t kPairedSplitRowBytes = 1536;
 // With narrow vectors (under a cache line) 16-bit rows this long go in pairs.
 constexpr std::int64_t kNarrowLong16BitH = 1024;
@@ -302,7 +303,9 @@ GradPlan plan_grad(const PlanInputs& in) {
   } else {
     p.group_rows = group_for(2 * row_bytes, from_memory);
     const bool llc_pairs = from_memory && row_bytes >= kPairedLlcRowBytesMin && row_bytes <= kPairedLlcRowBytesMax;
-    const bool split_pairs = row_bytes % kCacheLine != 0 && row_bytes >= kPairedSplitRowBytes;
+    const bool split_rows =
+        row_bytes % kCacheLine != 0 || (in.output_line_offset != 0 && row_bytes < kAlignedRowsMinBytes);
+    const bool split_pairs = split_rows && row_bytes >= kPairedSplitRowBytes;
     if (is_f32 && ((far && row_bytes >= kPairedRowBytes) || llc_pairs || split_pairs)) {
       p.group_rows = std::min(kPairedGroupRows, p.group_rows);
     }
