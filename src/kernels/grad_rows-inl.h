@@ -518,16 +518,16 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     // over 14 with all six. The copies are one source instantiated with other
     // constants, touching the same addresses; the ordinary build tests them.
     if constexpr (kShifted) {
-      // Shifted lines: groups of 4 and 2 (float32 pairs) compiled in.
+      // Shifted lines: float32 pairs compiled in. The other groups (bfloat16
+      // rows in 4s and 8s) run with a run-time row count: the compiled group
+      // of 4 ran 1.1-1.2x slower (docs/TUNING.md).
 #if LNGRAD_SHIFTED_LINES
       if (steps != 0) {
         ShiftedLines<ShiftLane<T>> lines[kMaxGroupRows];
         for (size_t k = 0; k < rows; ++k) lines[k].Begin(group_pd_x + k * h);
         const ShiftedStores<ShiftedLines<ShiftLane<T>>> shifted{{}, lines};
 #if !LNGRAD_SANITIZED
-        if (rows == 4) {
-          whole_steps(shifted, std::integral_constant<size_t, 4>());
-        } else if (rows == 2) {
+        if (rows == 2) {
           whole_steps(shifted, std::integral_constant<size_t, 2>());
         } else
 #endif
