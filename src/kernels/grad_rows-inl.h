@@ -520,7 +520,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     if constexpr (kShifted) {
       // Shifted lines: float32 pairs compiled in. The other groups (bfloat16
       // rows in 4s and 8s) run with a run-time row count: the compiled group
-      // of 4 ran 1.1-1.2x slower (docs/TUNING.md).
+      // of 4 ran slower (docs/TUNING.md).
 #if LNGRAD_SHIFTED_LINES
       if (steps != 0) {
         ShiftedLines<ShiftLane<T>> lines[kMaxGroupRows];
