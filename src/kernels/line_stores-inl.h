@@ -166,6 +166,9 @@ using ShiftLane = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
 template <typename T>
 class JoinedEdges {
  public:
+  // lines_ stays unset: Finish reads only bytes that At's stores wrote, and
+  // zeroing it would cost every call.
+  // cppcheck-suppress uninitMemberVar ; see above
   JoinedEdges(const void* out, size_t row_bytes)
       : offset_(reinterpret_cast<uintptr_t>(out) % kLineBytes), row_bytes_(row_bytes) {}
   // A group whose first row starts at `first_row`.

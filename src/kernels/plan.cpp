@@ -37,14 +37,15 @@ constexpr std::int64_t kMaxGroupBytes = std::int64_t{256} * 1024;  // very long 
 // smaller groups keep more lines in flight per row.
 constexpr std::int64_t kPairedRowBytes = 256;
 constexpr std::int64_t kPairedGroupRows = 2;
-// float32 rows from the LLC go in pairs too when they are this long: 4 rows
-// of them lost to 2 whatever the L1 held of them.
+// float32 rows of this length from the LLC go in pairs too, for the same
+// reason: there the L3's latency is what the rows wait on.
 constexpr std::int64_t kPairedLlcRowBytesMin = 3072;
 constexpr std::int64_t kPairedLlcRowBytesMax = 8192;
 // So do float32 rows whose loads and stores split lines, from this size on
 // and wherever they come from: rows not whole lines apart, and rows off a
-// line (NumPy's) too short for the aligned head (kAlignedRowsMinBytes). 4 rows
-// of split loads and stores in one step lost to 2.
+// line (NumPy's) too short for the aligned head (kAlignedRowsMinBytes): each
+// step's loads and stores then span two lines a row, and four rows of such
+// steps ran slower than two (docs/TUNING.md).
 constexpr std::int64_t kPairedSplitRowBytes = 1536;
 // With narrow vectors (under a cache line) 16-bit rows this long go in pairs.
 constexpr std::int64_t kNarrowLong16BitH = 1024;
