@@ -16,6 +16,8 @@ bfloat16) and ``lngrad.torch.LayerNorm``; torch is imported only then.
 
 import importlib as _importlib
 
+import numpy as _np
+
 from . import _core, _lngrad
 from ._lngrad import Error, __version__, active_target, available_targets, default_num_threads, set_max_target
 from ._numpy import BACKEND as _NUMPY
@@ -25,6 +27,7 @@ Error.__module__ = __name__  # shown as lngrad.Error in tracebacks
 __all__ = [
     "Error", "__version__", "layer_norm_grad", "layer_norm_grad_x", "layer_norm_grad_beta", "layer_norm",
     "default_epsilon", "available_targets", "active_target", "set_max_target", "default_num_threads",
+    "aligned_empty", "aligned",
 ]
 
 
@@ -106,6 +109,29 @@ def layer_norm(x, gamma=None, beta=None, epsilon=None, *, normalized_ndim=1, out
     ("automatic": streamed when x and y together exceed the last-level cache).
     """
     return _core.layer_norm(_NUMPY, x, gamma, beta, epsilon, normalized_ndim, out, num_threads, y_stores)
+
+
+def aligned_empty(shape, dtype="float32"):
+    """An uninitialized C-contiguous NumPy array that starts on a 64-byte cache
+    line (unless it has no elements), of any shape and dtype. np.empty's
+    large arrays start 16-48 bytes past one, and rows that do not start on a
+    line run slower (python/README.md, Speed): allocate long-lived inputs and
+    outputs with this instead."""
+    dims = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    if any(not isinstance(d, (int, _np.integer)) or d < 0 for d in dims):
+        raise ValueError(f"aligned_empty: shape: expected non-negative integer sizes, given {shape!r}")
+    return _NUMPY.empty(dims, dtype)
+
+
+def aligned(a):
+    """a itself when it is a C-contiguous NumPy array on a 64-byte cache line,
+    else a copy that is (same dtype, shape and values)."""
+    arr = _np.asarray(a)
+    if arr.flags.c_contiguous and arr.ctypes.data % 64 == 0:
+        return arr
+    out = aligned_empty(arr.shape, arr.dtype)
+    out[...] = arr
+    return out
 
 
 def default_epsilon(dtype):

@@ -46,9 +46,8 @@ class NumpyBackend:
 
     @staticmethod
     def empty(shape, dtype):
-        # Start outputs on a 64-byte cache line (np.empty gives 16 bytes): the
-        # library streams a pd_x past the caches from a line boundary only,
-        # for rows under 4 KiB.
+        # Start on a 64-byte cache line (np.empty gives 16 bytes): the
+        # library's rows that start on one run fastest.
         dt = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
         raw = np.empty(nbytes + 64, np.uint8)

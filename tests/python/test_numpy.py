@@ -284,6 +284,67 @@ def test_allocated_outputs_start_on_a_cache_line(shape):
     np.testing.assert_array_equal(pd_x, pd_x2)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8"])
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (1000, 1001), 5])
+def test_aligned_empty_starts_on_a_cache_line_and_holds_its_elements(dtype, shape):
+    a = lngrad.aligned_empty(shape, dtype)
+    dims = (shape,) if isinstance(shape, int) else shape
+    assert a.shape == dims and a.dtype == np.dtype(dtype)
+    assert a.flags.c_contiguous and a.flags.writeable
+    assert a.size == 0 or a.ctypes.data % 64 == 0  # a zero-size array has no bytes to place
+    values = (np.arange(a.size) % 101).astype(dtype)  # exact in every dtype here
+    a[...] = values.reshape(dims)  # every element written and read back: the buffer holds them all
+    np.testing.assert_array_equal(a.ravel(), values)
+
+
+def test_aligned_empty_refuses_a_negative_or_fractional_size():
+    for bad in [(-1,), (3, -2), (2.5,)]:
+        with pytest.raises(ValueError, match="aligned_empty: shape: expected non-negative integer sizes"):
+            lngrad.aligned_empty(bad)
+
+
+def test_aligned_returns_aligned_arrays_as_they_are_and_copies_the_rest():
+    a = lngrad.aligned_empty((64, 300))
+    a[...] = np.random.default_rng(3).standard_normal(a.shape)
+    assert lngrad.aligned(a) is a
+    raw = np.empty(64 * 300 * 4 + 64, np.uint8)
+    off = (16 - raw.ctypes.data) % 64 or 16  # 16 bytes past a line, or more, never on one
+    shifted = raw[off:off + a.nbytes].view(np.float32).reshape(a.shape)
+    shifted[...] = a
+    assert shifted.ctypes.data % 64 != 0
+    for source in (shifted, a[:, ::2], a.T, a.tolist()):
+        b = lngrad.aligned(source)
+        assert b.ctypes.data % 64 == 0 and b.flags.c_contiguous
+        np.testing.assert_array_equal(b, np.asarray(source))
+
+
+def test_rows_off_a_line_and_on_one_give_the_same_bits():
+    # The kernels place their column steps by each row's offset in a line; the
+    # bits must not depend on it (float32 rows of 1.5-3 KiB take other groups
+    # off a line, too).
+    c = make_case("float32", (64, 500), 1, seed=12, exact_stats=False)
+    on = {k: lngrad.aligned(v) for k, v in c.items()}
+    off = {}
+    for k, v in c.items():
+        raw = np.empty(v.nbytes + 64, np.uint8)
+        start = (32 - raw.ctypes.data) % 64
+        off[k] = raw[start:start + v.nbytes].view(v.dtype).reshape(v.shape)
+        off[k][...] = v
+        assert off[k].ctypes.data % 64 == 32
+    out_on = [lngrad.aligned_empty(s, np.float32) for s in ((64, 500), (500,), (500,))]
+    raw = np.empty(64 * 500 * 4 + 64, np.uint8)
+    start = (32 - raw.ctypes.data) % 64
+    pd_x_off = raw[start:start + 64 * 500 * 4].view(np.float32).reshape(64, 500)
+    r_on = lngrad.layer_norm_grad(on["dy"], on["x"], on["variance"], on["mean"], on["gamma"], out=tuple(out_on))
+    r_off = lngrad.layer_norm_grad(off["dy"], off["x"], off["variance"], off["mean"], off["gamma"],
+                                   out=(pd_x_off, None, None))
+    for p, q in zip(r_on, r_off):
+        assert p.tobytes() == q.tobytes()
+    ref = oracle.layer_norm_grad(c["dy"], c["x"], c["variance"], c["mean"], c["gamma"], 1e-12, 1)
+    for name, got in zip(("pd_x", "pd_gamma", "pd_beta"), r_on):
+        oracle.assert_within(name, got, ref[name], ref["bound"](name, "float32"))
+
+
 def test_float32_parameter_gradients_for_float16_input_via_out():
     c = make_case("float16", (300, 24), 1, seed=8)
     pg, pb = np.empty(24, np.float32), np.empty(24, np.float32)
