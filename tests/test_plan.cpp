@@ -75,9 +75,11 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       // prefetched for float32 rows from beyond the L2s.
       {"bf16 2048x4096 AVX-512", inputs(Dtype::bfloat16, 2048, 4096, 2, kAvx512), 2, 4, true, true, 4096, 0, 0},
       {"f32 256x4096 AVX-512", inputs(Dtype::float32, 256, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 1},
-      // Hot in one L2: row pairs of 6 KiB go in 4s, nothing prefetched or streamed.
-      {"f32 64x768 AVX-512 hot", inputs(Dtype::float32, 64, 768, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
-      // float32 rows of 3 KiB from the LLC (19 MB, beyond the L2s): pairs.
+      // Hot in one L2: float32 rows of 3-8 KiB go in pairs wherever they come
+      // from, nothing prefetched or streamed; bfloat16 row pairs of 3 KiB in 4s.
+      {"f32 64x768 AVX-512 hot", inputs(Dtype::float32, 64, 768, 1, kAvx512), 1, 2, false, false, 0, 0, 0},
+      {"bf16 64x768 AVX-512 hot", inputs(Dtype::bfloat16, 64, 768, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
+      // float32 rows of 3 KiB from the LLC (19 MB, beyond the L2s): pairs too.
       {"f32 2048x768 AVX-512", inputs(Dtype::float32, 2048, 768, 2, kAvx512), 2, 2, false, false, 0, 0, 2},
       // float32 rows not whole lines apart (4000 bytes): pairs, hot too; but
       // not 400-byte ones (pairs of 800 bytes go in 8s).
@@ -159,14 +161,15 @@ TEST_F(Plan, RefusedStreamingIsReported) {
   EXPECT_FALSE(kernels::plan_grad(off32).stream_pd_x);
   // float32 rows off a line from 1.5 KiB to under the aligned head's 3 KiB
   // go in pairs wherever they come from: hot H = 512 here, not H = 256 or
-  // 768, nor H = 512 on a line.
+  // 4096 (16 KiB, past the 3-8 KiB that go in pairs anyway), nor H = 512 on
+  // a line.
   PlanInputs hot_off = inputs(Dtype::float32, 128, 512, 1, kAvx512);
   EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 4);
   hot_off.output_line_offset = 16;
   EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 2);
   hot_off.h = 256;
   EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 4);
-  hot_off.h = 768;
+  hot_off.h = 4096;
   EXPECT_EQ(kernels::plan_grad(hot_off).group_rows, 4);
   // Cached rows of 3 KiB or more whole lines apart start pass 2 on lines
   // where they start off one: float32 H = 768, bfloat16 4096; not bfloat16
@@ -216,7 +219,7 @@ TEST_F(Plan, OverrideReplacesTheRulesChoices) {
 }
 
 TEST_F(Plan, BadOverridesAreRefusedAndChangeNothing) {
-  kernels::set_plan_override("group=2");
+  kernels::set_plan_override("group=3");
   for (const char* bad : {"group=9", "group=0", "fused=2", "speed=11", "group=", "group=2x", "threads=-1"}) {
     SCOPED_TRACE(bad);
     try {
@@ -229,7 +232,7 @@ TEST_F(Plan, BadOverridesAreRefusedAndChangeNothing) {
       EXPECT_NE(what.find("given"), std::string::npos) << what;
     }
   }
-  EXPECT_EQ(kernels::plan_grad(inputs(Dtype::float32, 64, 768, 1, kAvx512)).group_rows, 2);
+  EXPECT_EQ(kernels::plan_grad(inputs(Dtype::float32, 64, 768, 1, kAvx512)).group_rows, 3);  // rules: 2
 }
 
 TEST_F(Plan, DescribePlanReportsThisMachinesChoices) {

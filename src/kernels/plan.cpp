@@ -37,10 +37,11 @@ constexpr std::int64_t kMaxGroupBytes = std::int64_t{256} * 1024;  // very long 
 // smaller groups keep more lines in flight per row.
 constexpr std::int64_t kPairedRowBytes = 256;
 constexpr std::int64_t kPairedGroupRows = 2;
-// float32 rows of this length from the LLC go in pairs too, for the same
-// reason: there the L3's latency is what the rows wait on.
-constexpr std::int64_t kPairedLlcRowBytesMin = 3072;
-constexpr std::int64_t kPairedLlcRowBytesMax = 8192;
+// float32 rows of this length go in pairs wherever they come from: groups
+// of 4 of them ran slower from the LLC and from the core's own cache alike
+// (docs/TUNING.md); shorter and longer rows did not gain.
+constexpr std::int64_t kPairedMidRowBytesMin = 3072;
+constexpr std::int64_t kPairedMidRowBytesMax = 8192;
 // So do float32 rows whose loads and stores split lines, from this size on
 // and wherever they come from: rows not whole lines apart, and rows off a
 // line (NumPy's) too short for the aligned head (kAlignedRowsMinBytes): each
@@ -303,11 +304,11 @@ GradPlan plan_grad(const PlanInputs& in) {
     }
   } else {
     p.group_rows = group_for(2 * row_bytes, from_memory);
-    const bool llc_pairs = from_memory && row_bytes >= kPairedLlcRowBytesMin && row_bytes <= kPairedLlcRowBytesMax;
+    const bool mid_pairs = row_bytes >= kPairedMidRowBytesMin && row_bytes <= kPairedMidRowBytesMax;
     const bool split_rows =
         row_bytes % kCacheLine != 0 || (in.output_line_offset != 0 && row_bytes < kAlignedRowsMinBytes);
     const bool split_pairs = split_rows && row_bytes >= kPairedSplitRowBytes;
-    if (is_f32 && ((far && row_bytes >= kPairedRowBytes) || llc_pairs || split_pairs)) {
+    if (is_f32 && ((far && row_bytes >= kPairedRowBytes) || mid_pairs || split_pairs)) {
       p.group_rows = std::min(kPairedGroupRows, p.group_rows);
     }
   }
