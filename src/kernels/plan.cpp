@@ -39,9 +39,11 @@ constexpr std::int64_t kPairedRowBytes = 256;
 constexpr std::int64_t kPairedGroupRows = 2;
 // float32 rows of this length go in pairs wherever they come from: groups
 // of 4 of them ran slower from the LLC and from the core's own cache alike
-// (docs/TUNING.md); shorter and longer rows did not gain.
+// (docs/TUNING.md); shorter and longer rows did not gain, nor did rows under
+// 4 KiB in the core's own cache.
 constexpr std::int64_t kPairedMidRowBytesMin = 3072;
 constexpr std::int64_t kPairedMidRowBytesMax = 8192;
+constexpr std::int64_t kPairedHotRowBytesMin = 4096;
 // So do float32 rows whose loads and stores split lines, from this size on
 // and wherever they come from: rows not whole lines apart, and rows off a
 // line (NumPy's) too short for the aligned head (kAlignedRowsMinBytes): each
@@ -304,7 +306,8 @@ GradPlan plan_grad(const PlanInputs& in) {
     }
   } else {
     p.group_rows = group_for(2 * row_bytes, from_memory);
-    const bool mid_pairs = row_bytes >= kPairedMidRowBytesMin && row_bytes <= kPairedMidRowBytesMax;
+    const std::int64_t mid_min = from_memory ? kPairedMidRowBytesMin : kPairedHotRowBytesMin;
+    const bool mid_pairs = row_bytes >= mid_min && row_bytes <= kPairedMidRowBytesMax;
     const bool split_rows =
         row_bytes % kCacheLine != 0 || (in.output_line_offset != 0 && row_bytes < kAlignedRowsMinBytes);
     const bool split_pairs = split_rows && row_bytes >= kPairedSplitRowBytes;
