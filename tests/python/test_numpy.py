@@ -303,15 +303,21 @@ def test_aligned_empty_refuses_a_negative_or_fractional_size():
             lngrad.aligned_empty(bad)
 
 
+def past_a_line(a, offset):
+    """A copy of array a that starts `offset` bytes past a 64-byte line."""
+    raw = np.empty(a.nbytes + 64, np.uint8)
+    start = (offset - raw.ctypes.data) % 64
+    placed = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    placed[...] = a
+    assert placed.ctypes.data % 64 == offset
+    return placed
+
+
 def test_aligned_returns_aligned_arrays_as_they_are_and_copies_the_rest():
     a = lngrad.aligned_empty((64, 300))
     a[...] = np.random.default_rng(3).standard_normal(a.shape)
     assert lngrad.aligned(a) is a
-    raw = np.empty(64 * 300 * 4 + 64, np.uint8)
-    off = (16 - raw.ctypes.data) % 64 or 16  # 16 bytes past a line, or more, never on one
-    shifted = raw[off:off + a.nbytes].view(np.float32).reshape(a.shape)
-    shifted[...] = a
-    assert shifted.ctypes.data % 64 != 0
+    shifted = past_a_line(a, 16)
     for source in (shifted, a[:, ::2], a.T, a.tolist()):
         b = lngrad.aligned(source)
         assert b.ctypes.data % 64 == 0 and b.flags.c_contiguous
@@ -324,17 +330,9 @@ def test_rows_off_a_line_and_on_one_give_the_same_bits():
     # off a line, too).
     c = make_case("float32", (64, 500), 1, seed=12, exact_stats=False)
     on = {k: lngrad.aligned(v) for k, v in c.items()}
-    off = {}
-    for k, v in c.items():
-        raw = np.empty(v.nbytes + 64, np.uint8)
-        start = (32 - raw.ctypes.data) % 64
-        off[k] = raw[start:start + v.nbytes].view(v.dtype).reshape(v.shape)
-        off[k][...] = v
-        assert off[k].ctypes.data % 64 == 32
+    off = {k: past_a_line(v, 32) for k, v in c.items()}
     out_on = [lngrad.aligned_empty(s, np.float32) for s in ((64, 500), (500,), (500,))]
-    raw = np.empty(64 * 500 * 4 + 64, np.uint8)
-    start = (32 - raw.ctypes.data) % 64
-    pd_x_off = raw[start:start + 64 * 500 * 4].view(np.float32).reshape(64, 500)
+    pd_x_off = past_a_line(np.empty((64, 500), np.float32), 32)
     r_on = lngrad.layer_norm_grad(on["dy"], on["x"], on["variance"], on["mean"], on["gamma"], out=tuple(out_on))
     r_off = lngrad.layer_norm_grad(off["dy"], off["x"], off["variance"], off["mean"], off["gamma"],
                                    out=(pd_x_off, None, None))
