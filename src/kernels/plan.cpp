@@ -287,6 +287,9 @@ GradPlan plan_grad(const PlanInputs& in) {
   const bool far = beyond_llc(in, 3);  // dy, x and pd_x
   // Rows come from beyond what the threads' own caches hold.
   const bool from_memory = in.rows * row_bytes * 2 > p.threads * in.caches.core;
+  // Rows whole lines apart and long enough for a head of partial columns to
+  // start their steps on lines, wherever the buffer starts (align_rows).
+  const bool head_aligns = row_bytes % kCacheLine == 0 && row_bytes >= kAlignedRowsMinBytes;
 
   // 16-bit rows with narrow vectors do not fuse: pass 2's pairs and pass 1's
   // six sums do not fit 16 registers together.
@@ -308,8 +311,7 @@ GradPlan plan_grad(const PlanInputs& in) {
     p.group_rows = group_for(2 * row_bytes, from_memory);
     const std::int64_t mid_min = from_memory ? kPairedMidRowBytesMin : kPairedHotRowBytesMin;
     const bool mid_pairs = row_bytes >= mid_min && row_bytes <= kPairedMidRowBytesMax;
-    const bool split_rows =
-        row_bytes % kCacheLine != 0 || (in.output_line_offset != 0 && row_bytes < kAlignedRowsMinBytes);
+    const bool split_rows = !head_aligns && (row_bytes % kCacheLine != 0 || in.output_line_offset != 0);
     const bool split_pairs = split_rows && row_bytes >= kPairedSplitRowBytes;
     if (is_f32 && ((far && row_bytes >= kPairedRowBytes) || mid_pairs || split_pairs)) {
       p.group_rows = std::min(kPairedGroupRows, p.group_rows);
@@ -359,7 +361,7 @@ GradPlan plan_grad(const PlanInputs& in) {
   // Cached rows of 3 KiB or more whole lines apart that start off a line
   // begin pass 2 with a head of partial columns, so that its loads and
   // stores start on lines; bfloat16 rows of 2 KiB lost by the head's cost.
-  p.align_rows = !p.stream_pd_x && row_bytes >= kAlignedRowsMinBytes && row_bytes % kCacheLine == 0;
+  p.align_rows = !p.stream_pd_x && head_aligns;
   apply(o.align, &p.align_rows);
   return p;
 }
