@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -187,8 +188,8 @@ TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
   // line or 2, 16 or 48 bytes past one (each row then starts with a head of
   // cached stores; 2 bytes is inside a float32 or float64, which cannot
   // stream), and on rows that are not whole steps apart (each row at its own
-  // line offset: staged, or on AVX-512 with each line shifted into place,
-  // which fused rows take and "shift=1" asks of the others): the same bits
+  // line offset: on AVX-512 with each line shifted into place, or staged,
+  // which the other targets take and "shift=0" asks of AVX-512): the same bits
   // as cached stores, within the reference bounds, and nothing written
   // outside pd_x (check_grad's guards). Rows of one element have no whole
   // step. The longest rows take the fused loop, also in groups of 3 (a row
@@ -197,7 +198,7 @@ TEST_P(PerTarget, StreamedStoresGiveTheCachedBits) {
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(d));
     for (std::int64_t h : std::initializer_list<std::int64_t>{1, 64, 96, 200, 1000, 8192 / elem, 8192 / elem + 8}) {
       const bool longest = h >= 8192 / elem;
-      for (const char* plan : {"", "shift=1", "fused=1", "fused=1,group=3"}) {
+      for (const char* plan : {"", "shift=0", "fused=1", "fused=1,group=3"}) {
         if (longest == (plan[0] != 'f')) continue;
         const ScopedPlan scoped(plan);
         for (int offset : {0, 2, 16, 48}) {
@@ -222,8 +223,9 @@ TEST_P(PerTarget, StreamedRowsOffALineJoinTheirEdges) {
   // line and the next row's first are joined and stream as one line, within
   // a group, from one group to the next, and not across the rows of two
   // threads (each call's first and last partial lines stay cached stores).
-  // H = 1000 (float32, 16-bit: rows not whole lines apart) streams staged or
-  // shifted, every row's partial lines cached.
+  // H = 1000 (float32, 16-bit: rows not whole lines apart) streams shifted
+  // on AVX-512, its rows' shared lines (one or two at each boundary) joined
+  // the same way, or elsewhere staged.
   // 100 rows: several groups and column-sum blocks; the same bits as cached
   // stores, nothing written outside pd_x (check_grad's guards).
   for (Dtype d : kDtypes) {
@@ -243,6 +245,48 @@ TEST_P(PerTarget, StreamedRowsOffALineJoinTheirEdges) {
           check_grad(streamed, &streamed_bits);
           check_grad(cached, &cached_bits);
           EXPECT_EQ(streamed_bits, cached_bits);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(PerTarget, InputsOffALineGiveTheSameBits) {
+  // dy and x at any offset past a line, alike or not: the same bits as on a
+  // line. On AVX-512, float32 and bfloat16 rows a whole number of 32-bit
+  // lanes off a line read pass 1 by aligned lines (ShiftedLoads), the first
+  // one masked before the row's start, and the other rows (2 bytes off)
+  // straddle lines; rows of 1000 and 2053 elements start at varying offsets
+  // of their own. Unfused and fused.
+  for (Dtype d : kDtypes) {
+    for (Shape shape : {Shape{9, 1000}, Shape{5, 2053}, Shape{3, 100}, Shape{40, 96}, Shape{2, 4099}}) {
+      for (const char* plan : {"", "fused=1"}) {
+        const ScopedPlan scoped(plan);
+        Problem p = make_problem(spec(shape, 1, d));
+        const std::int64_t n = p.rows * p.h;
+        std::vector<unsigned char> want[3];
+        const int offsets[][2] = {{0, 0}, {16, 16}, {32, 0}, {0, 48}, {4, 36}, {2, 2}, {60, 8}};
+        for (const auto& off : offsets) {
+          if (off[0] % dtype_size(d) != 0 || off[1] % dtype_size(d) != 0) continue;
+          SCOPED_TRACE(std::string(dtype_name(d)) + " " + shape.str() + ", plan '" + plan + "', dy " +
+                       std::to_string(off[0]) + " and x " + std::to_string(off[1]) + " bytes past a line");
+          PlacedOutput dy(d, n, off[0]), x(d, n, off[1]);
+          std::memcpy(dy.data(), p.dy.data(), static_cast<std::size_t>(n) * dtype_size(d));
+          std::memcpy(x.data(), p.x.data(), static_cast<std::size_t>(n) * dtype_size(d));
+          PlacedOutput pd_x(d, n, 0), pd_gamma(d, p.h, 0), pd_beta(d, p.h, 0);
+          layer_norm_grad({dy.data(), d, p.x_shape}, {x.data(), d, p.x_shape}, p.variance.cview(p.stat_shape),
+                          p.mean.cview(p.stat_shape), p.gamma.cview(p.param_shape), pd_x.view(p.x_shape),
+                          pd_gamma.view(p.param_shape), pd_beta.view(p.param_shape));
+          const std::vector<unsigned char> got[3] = {pd_x.output_bytes(), pd_gamma.output_bytes(),
+                                                     pd_beta.output_bytes()};
+          if (off[0] == 0 && off[1] == 0) {
+            for (int k = 0; k < 3; ++k) want[k] = got[k];
+            continue;
+          }
+          EXPECT_EQ(got[0], want[0]) << "pd_x";
+          EXPECT_EQ(got[1], want[1]) << "pd_gamma";
+          EXPECT_EQ(got[2], want[2]) << "pd_beta";
+          EXPECT_TRUE(dy.guards_intact() && x.guards_intact());
         }
       }
     }

@@ -168,9 +168,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   A* block_gamma = nullptr;
   A* block_beta = nullptr;
   const size_t steps = (h - head) / W;
-  // Streamed rows whole lines apart but off a line join their edge lines.
-  const bool join_edges = stream && head != 0 && steps_are_lines;
-  JoinedEdges<T> edges(args.pd_x, h * sizeof(T));
+  // Streamed rows whose boundaries fall inside lines join those lines:
+  // rows whole lines apart but off one, and shifted rows.
+  const bool join_edges = ((stream && head != 0) || kShifted) && steps_are_lines && steps != 0;
+  JoinedEdges<T> edges(h * sizeof(T), (h - head - steps * W) * sizeof(T));
 
   // Per-row coefficients of pd_x = rstd*((g - S1/H) + c*(xhat - rstd*S3/H)),
   // expanded as g_scale*g + xhat_scale*xhat + offset: two FMAs per vector
@@ -209,22 +210,63 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   };
   // The chunk at dy, x (gamma at gam, in chunk order); elements from `valid`
   // on are padding (zero dy and gamma), their xm masked off when `masked`.
+  // One vector of a chunk, in class slot `slot`, its gamma at gam.
+  auto stats_vector = [&](auto& s, size_t slot, V d, V xm, const A* gam) HWY_ATTR __attribute__((always_inline)) {
+    const auto g = hn::Mul(d, hn::LoadU(df, gam));
+    AddToSum(df, s, kS1, slot, g);
+    MulAddToSum(df, s, kS2, slot, g, xm);
+    AddToSum(df, s, kS3, slot, xm);
+  };
   auto stats_chunk = [&](const T* dy, const T* x, const A* gam, V vmean, auto& s, auto masked, size_t valid) HWY_ATTR
       __attribute__((always_inline)) {
     ForEachChunkVector(df, dy, x, valid, [&](size_t slot, V d, V xv, size_t at, size_t lanes) HWY_ATTR
                        __attribute__((always_inline)) {
       auto xm = hn::Sub(xv, vmean);
       if constexpr (decltype(masked)::value) xm = hn::IfThenElseZero(hn::FirstN(df, lanes), xm);
-      const auto g = hn::Mul(d, hn::LoadU(df, gam + at));
-      AddToSum(df, s, kS1, slot, g);
-      MulAddToSum(df, s, kS2, slot, g, xm);
-      AddToSum(df, s, kS3, slot, xm);
+      stats_vector(s, slot, d, xm, gam + at);
     });
   };
+  // Rows of float32 or bfloat16 that start off a line read whole chunks from
+  // aligned lines (ShiftedLoads): the same vectors in the same classes. Only
+  // while the line after a chunk still lies in the row.
+#if LNGRAD_SHIFTED_LINES
+  constexpr bool kLineLoads = kPairs;
+  using Loads = ShiftedLoads;
+  auto stats_chunk_lines = [&](Loads& dy, Loads& x, const A* gam, V vmean, auto& s) HWY_ATTR
+      __attribute__((always_inline)) {
+    constexpr size_t kN = hn::MaxLanes(DF()), kM = C / kN;  // constants (x86), for the unrolling
+    if constexpr (kPairs) {
+      const hn::Repartition<uint16_t, DF> du16_line;
+      for (size_t q = 0; q < kM / 2; ++q) {
+        V d_even, d_odd, x_even, x_odd;
+        SplitPair(df, hn::BitCast(du16_line, dy.Next()), d_even, d_odd);
+        SplitPair(df, hn::BitCast(du16_line, x.Next()), x_even, x_odd);
+        stats_vector(s, q, d_even, hn::Sub(x_even, vmean), gam + 2 * q * kN);
+        stats_vector(s, q + kM / 2, d_odd, hn::Sub(x_odd, vmean), gam + 2 * q * kN + kN);
+      }
+    } else {
+      for (size_t i = 0; i < kM; ++i) {
+        stats_vector(s, i, hn::BitCast(df, dy.Next()), hn::Sub(hn::BitCast(df, x.Next()), vmean), gam + i * kN);
+      }
+    }
+  };
+  // Whether a whole chunk at j reads by lines: the line after it is the row's.
+  auto line_chunk_fits = [h](size_t j) { return (j + C) * sizeof(T) + kLineBytes <= h * sizeof(T); };
+#endif
   // The rest of the row from j (a multiple of C), then its coefficients.
   auto finish_row = [&](Row& row, const T* dy, const T* x, size_t j, auto& s) HWY_ATTR
       __attribute__((always_inline)) {
     const auto vmean = hn::Set(df, row.mean);
+#if LNGRAD_SHIFTED_LINES
+    if constexpr (kLineLoads) {
+      if (Loads::Apply(dy + j, x + j) && line_chunk_fits(j)) {
+        Loads dy_lines, x_lines;
+        dy_lines.Begin(dy + j);
+        x_lines.Begin(x + j);
+        for (; line_chunk_fits(j); j += C) stats_chunk_lines(dy_lines, x_lines, gamma1 + j, vmean, s);
+      }
+    }
+#endif
     for (; j + C <= h; j += C) stats_chunk(dy + j, x + j, gamma1 + j, vmean, s, std::false_type(), C);
     if (j < h) {
       stats_chunk(dy_rest.Fill(dy + j, h - j), x_rest.Fill(x + j, h - j), gamma_rest, vmean, s, std::true_type(),
@@ -342,7 +384,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         if constexpr (kPdX) {
           T* pd_x = group_pd_x + (k * h + j0);
           if (!full) {
-            StoreTail(df, out, join_edges ? edges.At(pd_x) : pd_x, n);
+            StoreTail(df, out, join_edges ? edges.At(pd_x, j0 < head ? k : k + 1) : pd_x, n);
           } else if constexpr (kShiftedStores<decltype(stream_now)>) {  // float32, float64
             stream_now.lines[k].Put(hn::BitCast(hn::Repartition<ShiftLane<T>, DF>(), out), pd_x, j0 == 0);
           } else if (stream_now) {
@@ -480,11 +522,25 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         per_step = HWY_MAX(M, (per_step + M - 1) / M * M);  // whole chunks
         const size_t fused_steps = HWY_MIN(segment, row_vectors / per_step);
         size_t j1 = 0;
+#if LNGRAD_SHIFTED_LINES
+        Loads dy_lines, x_lines;
+        const bool by_lines = kLineLoads && Loads::Apply(ndy, nx);
+        if (by_lines) {
+          dy_lines.Begin(ndy);
+          x_lines.Begin(nx);
+        }
+#endif
         for (size_t i = 0; i < fused_steps; ++i, ++t) {
           whole_step(t, stream_now, row_count);
           for (size_t p = 0; p < per_step; p += M, j1 += C) {
             prefetch_ahead(at + j1, prefetch_l1_bytes, false);
             if (prefetch_l2) prefetch_ahead(at + j1, prefetch_l2_bytes, true);
+#if LNGRAD_SHIFTED_LINES
+            if (kLineLoads && by_lines && line_chunk_fits(j1)) {
+              stats_chunk_lines(dy_lines, x_lines, gamma1 + j1, vmean, sums);
+              continue;
+            }
+#endif
             stats_chunk(ndy + j1, nx + j1, gamma1 + j1, vmean, sums, std::false_type(), C);
           }
         }
@@ -524,7 +580,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
 #if LNGRAD_SHIFTED_LINES
       if (steps != 0) {
         ShiftedLines<ShiftLane<T>> lines[kMaxGroupRows];
-        for (size_t k = 0; k < rows; ++k) lines[k].Begin(group_pd_x + k * h);
+        for (size_t k = 0; k < rows; ++k) {
+          T* row = group_pd_x + k * h;
+          lines[k].Begin(row, join_edges ? edges.At(row, k) : row);
+        }
         const ShiftedStores<ShiftedLines<ShiftLane<T>>> shifted{{}, lines};
 #if !LNGRAD_SANITIZED
         if (rows == 2) {
@@ -534,7 +593,10 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         {
           whole_steps(shifted, rows);
         }
-        for (size_t k = 0; k < rows; ++k) lines[k].Finish(group_pd_x + k * h + steps * W);
+        for (size_t k = 0; k < rows; ++k) {
+          T* end = group_pd_x + k * h + steps * W;
+          lines[k].Finish(join_edges ? edges.At(end, k + 1) : end);
+        }
       }
 #endif
     } else {

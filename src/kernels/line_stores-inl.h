@@ -85,8 +85,9 @@ inline void StreamLines(void* dst, const void* src, size_t n) {
 // `shift` bytes past a line streams every whole line it covers, the line
 // after step t-1's 64-byte result holding that result's last `shift` bytes
 // and step t's first 64 - shift, joined by one two-vector permute. The row's
-// first and last partial lines take masked cached stores. (Highway 1.0.3
-// has no run-time shift of two vectors, hence the intrinsics.)
+// first and last partial lines take masked stores, which JoinedEdges
+// collects. (Highway 1.0.3 has no run-time shift of two vectors, hence the
+// intrinsics.)
 #undef LNGRAD_SHIFTED_LINES
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 #define LNGRAD_SHIFTED_LINES 1
@@ -96,8 +97,10 @@ class ShiftedLines {
   using D = hn::Full512<U>;
   using Line = hn::Vec<D>;
 
-  // The row whose first step stores at `row`.
-  void Begin(const void* row) {
+  // The row whose first step stores at `row`; that step's partial line goes
+  // to head_at (row itself, or where JoinedEdges collects it).
+  void Begin(const void* row, void* head_at) {
+    head_at_ = static_cast<U*>(head_at);
     shift_ = reinterpret_cast<uintptr_t>(row) % 64;
     k_ = shift_ / sizeof(U);
     index_ = hn::Add(hn::Iota(D(), 0), hn::Set(D(), static_cast<U>(kLanes - k_)));
@@ -105,13 +108,14 @@ class ShiftedLines {
   // The result of the step at `at`; the row's first step when `first`.
   HWY_INLINE void Put(Line v, void* at, bool first) {
     if (first) {
-      hn::BlendedStore(v, hn::FirstN(D(), kLanes - k_), D(), static_cast<U*>(at));
+      hn::BlendedStore(v, hn::FirstN(D(), kLanes - k_), D(), head_at_);
     } else {
       hn::Stream(Join(prev_, v), D(), reinterpret_cast<U*>(static_cast<unsigned char*>(at) - shift_));
     }
     prev_ = v;
   }
-  // The last step's remaining bytes; `end` is where the next step would go.
+  // The last step's remaining bytes; `end` is where the next step would go
+  // (or where JoinedEdges collects that place's bytes).
   void Finish(void* end) const {
     if (k_ == 0) return;
     hn::BlendedStore(Join(prev_, prev_), hn::FirstN(D(), k_), D(),
@@ -132,7 +136,47 @@ class ShiftedLines {
   // outside the target's attributes).
   Line index_;  // lane i takes lane i + kLanes - k of (lo, hi)
   Line prev_;
+  U* head_at_ = nullptr;
   size_t shift_ = 0, k_ = 0;
+};
+
+// The loads' counterpart: the 64-byte steps of a row a whole number of
+// 32-bit lanes past a line, read one aligned line per step and joined to the
+// line before, instead of loads that straddle two lines (docs/TUNING.md).
+// 32-bit lanes serve every type, with AVX-512F's permute.
+class ShiftedLoads {
+ public:
+  using D = hn::Full512<uint32_t>;
+  using Line = hn::Vec<D>;
+
+  // Whether rows at a and b take them: a whole number of lanes past a line,
+  // and one of them off a line.
+  static bool Apply(const void* a, const void* b) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(a), q = reinterpret_cast<uintptr_t>(b);
+    return (p % kLineBytes != 0 || q % kLineBytes != 0) && p % sizeof(uint32_t) == 0 && q % sizeof(uint32_t) == 0;
+  }
+  // The row's steps from `row` on; its first line's bytes before `row` are
+  // not read (they may lie before the buffer).
+  void Begin(const void* row) {
+    const size_t shift = reinterpret_cast<uintptr_t>(row) % kLineBytes;
+    const size_t k = shift / sizeof(uint32_t);
+    line_ = reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(row) - shift);
+    index_ = hn::Add(hn::Iota(D(), 0), hn::Set(D(), static_cast<uint32_t>(k)));
+    prev_ = hn::MaskedLoad(hn::Not(hn::FirstN(D(), k)), D(), line_);
+  }
+  // The next step's 64 bytes; reads the whole line after them.
+  HWY_INLINE Line Next() {
+    line_ += kLanes;
+    const Line next = hn::Load(D(), line_);
+    const Line v{_mm512_permutex2var_epi32(prev_.raw, index_.raw, next.raw)};  // lane i: lane i + k of (prev, next)
+    prev_ = next;
+    return v;
+  }
+
+ private:
+  static constexpr size_t kLanes = kLineBytes / sizeof(uint32_t);
+  Line index_, prev_;  // set by Begin (see ShiftedLines)
+  const uint32_t* line_ = nullptr;
 };
 #else
 #define LNGRAD_SHIFTED_LINES 0
@@ -156,50 +200,61 @@ constexpr bool kShiftedStores = IsShiftedStores<S>::value;
 template <typename T>
 using ShiftLane = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
 
-// Rows streamed whole lines apart but off a line: a row's tail and the next
-// row's head share a line. Stored through the cache, once per row among the
-// streamed stores, those lines cost more than the rest of the row's stores
-// (docs/TUNING.md); they are collected here, a group of rows at a time, and
-// stream whole, the group's last tail carried into the next group's first
-// line. The call's first head and last tail share their lines with rows
-// outside it: those stay cached stores.
+// The lines where streamed rows meet. Rows that stream from a head of
+// cached partial columns (whole lines apart, off a line) or by ShiftedLines
+// (not whole lines apart) leave the bytes around each row boundary to
+// partial stores: the row's last whole step ends on a line, `rest_bytes`
+// before the boundary, and the next row's first whole line starts a line
+// past the boundary's. Those one or two lines, stored through the cache, cost
+// more than the rest of the row's stores (each reads its line from memory
+// first; docs/TUNING.md). Their partial stores are collected here, a group of
+// rows at a time, and the lines stream whole, the group's last boundary
+// carried into the next group. The call's first and last boundaries share
+// their lines with rows outside it: those bytes stay cached stores.
 template <typename T>
 class JoinedEdges {
  public:
-  // lines_ stays unset: Finish reads only bytes that At's stores wrote, and
+  // edges_ stays unset: Finish reads only bytes that At's stores wrote, and
   // zeroing it would cost every call.
   // cppcheck-suppress uninitMemberVar ; see above
-  JoinedEdges(const void* out, size_t row_bytes)
-      : offset_(reinterpret_cast<uintptr_t>(out) % kLineBytes), row_bytes_(row_bytes) {}
+  JoinedEdges(size_t row_bytes, size_t rest_bytes) : row_bytes_(row_bytes), rest_bytes_(rest_bytes) {}
   // A group whose first row starts at `first_row`.
-  void Begin(T* first_row) { line0_ = reinterpret_cast<unsigned char*>(first_row) - offset_; }
-  // Where the partial store meant for p (a head or tail of the group's rows)
-  // goes: line k's head, or line k + 1's tail.
-  T* At(T* p) {
-    const size_t at = static_cast<size_t>(reinterpret_cast<unsigned char*>(p) - line0_);
-    return lines_[at / row_bytes_] + at % row_bytes_ / sizeof(T);
+  void Begin(T* first_row) { first_ = reinterpret_cast<unsigned char*>(first_row); }
+  // Where a partial store meant for p, beside boundary k (row k's start,
+  // k = 0 .. the group's rows), goes instead.
+  T* At(T* p, size_t k) {
+    return reinterpret_cast<T*>(edges_[k] + (reinterpret_cast<unsigned char*>(p) - Start(k)));
   }
   // After the group's `rows` rows; `more` when the call's next rows follow.
   void Finish(size_t rows, bool more) {
-    // Line 0: the call's first head alone, or joined to the carried tail;
-    // lines 1 to rows - 1 whole; line `rows` carried or, the call's last
-    // tail, stored alone.
-    if (carried_) {
-      StreamLines(line0_, bytes_of(0), kLineBytes);
-    } else {
-      std::memcpy(line0_ + offset_, bytes_of(0) + offset_, kLineBytes - offset_);
+    for (size_t k = 0; k <= rows; ++k) {
+      unsigned char* start = Start(k);
+      const size_t bytes = static_cast<size_t>(End(k) - start);
+      if (k == 0 && !carried_) {  // the call's first boundary: its own bytes only
+        const size_t before = static_cast<size_t>(Boundary(0) - start);
+        std::memcpy(start + before, edges_[0] + before, bytes - before);
+      } else if (k == rows && more) {
+        std::memcpy(edges_[0], edges_[rows], bytes);
+      } else if (k == rows) {  // the call's last boundary
+        std::memcpy(start, edges_[rows], static_cast<size_t>(Boundary(rows) - start));
+      } else {
+        StreamLines(start, edges_[k], bytes);
+      }
     }
-    for (size_t k = 1; k < rows; ++k) StreamLines(line0_ + k * row_bytes_, bytes_of(k), kLineBytes);
     carried_ = more;
-    std::memcpy(more ? bytes_of(0) : line0_ + rows * row_bytes_, bytes_of(rows), offset_);
   }
 
  private:
-  unsigned char* bytes_of(size_t k) { return reinterpret_cast<unsigned char*>(lines_[k]); }
-  alignas(64) T lines_[kMaxGroupRows + 1][kLineBytes / sizeof(T)];
-  size_t offset_, row_bytes_;
-  unsigned char* line0_ = nullptr;
-  bool carried_ = false;  // lines_[0] holds the previous group's last tail
+  unsigned char* Boundary(size_t k) const { return first_ + k * row_bytes_; }
+  static unsigned char* LineOf(unsigned char* p) {
+    return p - reinterpret_cast<uintptr_t>(p) % kLineBytes;
+  }
+  unsigned char* Start(size_t k) const { return LineOf(Boundary(k) - rest_bytes_); }
+  unsigned char* End(size_t k) const { return LineOf(Boundary(k)) + kLineBytes; }
+  alignas(64) unsigned char edges_[kMaxGroupRows + 1][2 * kLineBytes];
+  size_t row_bytes_, rest_bytes_;
+  unsigned char* first_ = nullptr;
+  bool carried_ = false;  // edges_[0] holds the previous group's last boundary
 };
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
