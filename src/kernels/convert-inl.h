@@ -363,6 +363,22 @@ void PairsToElementOrder(DF df, PairOrder<DF> order, float* p, size_t pairs) {
   }
 }
 
+// A whole pair step's res_for_gamma (even, odd as LoadPairAs splits them) at
+// element `at` of res: as T, or for 16-bit T as float32 when as_float (res
+// then holds floats), in element order.
+template <class DF, typename T>
+HWY_INLINE void StoreResPair(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, PairOrder<DF> order, T* res, size_t at,
+                             bool as_float) {
+  if (!as_float) return StorePairAs(df, even, odd, res + at, false);
+  hn::TFromD<DF>* p = static_cast<hn::TFromD<DF>*>(static_cast<void*>(res)) + at;
+  if constexpr (kInPairs<T>) {
+    StorePairNatural(df, even, odd, order, p);
+  } else {
+    hn::StoreU(even, df, p);
+    hn::StoreU(odd, df, p + hn::Lanes(df));
+  }
+}
+
 // A copy of the h floats at src with the pairs from element `base` on in
 // (even, odd) order, the rest as they are; returns dst.
 template <class DF>

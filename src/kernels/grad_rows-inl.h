@@ -32,6 +32,7 @@
 
 #include "common/scalar.hpp"
 #include "kernels/convert-inl.h"
+#include "kernels/group_loops-inl.h"
 #include "kernels/kernels.hpp"
 #include "kernels/line_stores-inl.h"
 #include "kernels/row_sums-inl.h"
@@ -39,51 +40,11 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-// Whether a sanitizer instruments this build (see GradRowsT's compiled copies).
-#ifndef LNGRAD_SANITIZED
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LNGRAD_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define LNGRAD_SANITIZED 1
-#endif
-#endif
-#endif
-#ifndef LNGRAD_SANITIZED
-#define LNGRAD_SANITIZED 0
-#endif
-
 HWY_BEFORE_NAMESPACE();
 namespace lngrad {
 namespace kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// A prefetch into the L2 only (Highway 1.0.3 has the L1 one alone).
-inline void PrefetchToL2(const void* p) {
-#if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(p, 0, 2);
-#else
-  (void)p;
-#endif
-}
-
-// body(k) for the rows k of a group, `rows` of them: a size_t, or a
-// std::integral_constant for a group size compiled in. Unrolled over the
-// rows, GCC keeps every row's coefficients at fixed places (docs/TUNING.md).
-// Not asked of clang, for which it doubled this file's sanitizer build time
-// and often failed.
-template <class Rows, class Body>
-HWY_INLINE void ForEachRow(Rows rows, const Body& body) {
-  if constexpr (std::is_integral_v<Rows>) {
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC unroll 8
-#endif
-    for (size_t k = 0; k < rows; ++k) body(k);
-  } else {
-    for (size_t k = 0; k < Rows::value; ++k) body(k);
-  }
-}
 
 // kPdX and kAcc (the column sums) select compiled variants; res_for_gamma,
 // rarer, is a run-time branch, which keeps the number of instantiations (and
@@ -208,8 +169,6 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     ZeroSums(df, sums);
     return row;
   };
-  // The chunk at dy, x (gamma at gam, in chunk order); elements from `valid`
-  // on are padding (zero dy and gamma), their xm masked off when `masked`.
   // One vector of a chunk, in class slot `slot`, its gamma at gam.
   auto stats_vector = [&](auto& s, size_t slot, V d, V xm, const A* gam) HWY_ATTR __attribute__((always_inline)) {
     const auto g = hn::Mul(d, hn::LoadU(df, gam));
@@ -217,6 +176,8 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     MulAddToSum(df, s, kS2, slot, g, xm);
     AddToSum(df, s, kS3, slot, xm);
   };
+  // The chunk at dy, x (gamma at gam, in chunk order); elements from `valid`
+  // on are padding (zero dy and gamma), their xm masked off when `masked`.
   auto stats_chunk = [&](const T* dy, const T* x, const A* gam, V vmean, auto& s, auto masked, size_t valid) HWY_ATTR
       __attribute__((always_inline)) {
     ForEachChunkVector(df, dy, x, valid, [&](size_t slot, V d, V xv, size_t at, size_t lanes) HWY_ATTR
@@ -226,38 +187,25 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
       stats_vector(s, slot, d, xm, gam + at);
     });
   };
-  // Rows of float32 or bfloat16 that start off a line read whole chunks from
-  // aligned lines (ShiftedLoads): the same vectors in the same classes. Only
-  // while the line after a chunk still lies in the row.
-#if LNGRAD_SHIFTED_LINES
+  // bfloat16 rows that start off a line read whole chunks by aligned lines
+  // (ShiftedLoads): the same vectors in the same classes, while the line
+  // after a chunk still lies in the row.
+#if LNGRAD_SHIFTED_LOADS
   constexpr bool kLineLoads = kPairs;
   using Loads = ShiftedLoads;
   auto stats_chunk_lines = [&](Loads& dy, Loads& x, const A* gam, V vmean, auto& s) HWY_ATTR
       __attribute__((always_inline)) {
-    constexpr size_t kN = hn::MaxLanes(DF()), kM = C / kN;  // constants (x86), for the unrolling
-    if constexpr (kPairs) {
-      const hn::Repartition<uint16_t, DF> du16_line;
-      for (size_t q = 0; q < kM / 2; ++q) {
-        V d_even, d_odd, x_even, x_odd;
-        SplitPair(df, hn::BitCast(du16_line, dy.Next()), d_even, d_odd);
-        SplitPair(df, hn::BitCast(du16_line, x.Next()), x_even, x_odd);
-        stats_vector(s, q, d_even, hn::Sub(x_even, vmean), gam + 2 * q * kN);
-        stats_vector(s, q + kM / 2, d_odd, hn::Sub(x_odd, vmean), gam + 2 * q * kN + kN);
-      }
-    } else {
-      for (size_t i = 0; i < kM; ++i) {
-        stats_vector(s, i, hn::BitCast(df, dy.Next()), hn::Sub(hn::BitCast(df, x.Next()), vmean), gam + i * kN);
-      }
-    }
+    ForEachChunkLine(df, dy, x, [&](size_t slot, V d, V xv, size_t at) HWY_ATTR __attribute__((always_inline)) {
+      stats_vector(s, slot, d, hn::Sub(xv, vmean), gam + at);
+    });
   };
-  // Whether a whole chunk at j reads by lines: the line after it is the row's.
   auto line_chunk_fits = [h](size_t j) { return (j + C) * sizeof(T) + kLineBytes <= h * sizeof(T); };
 #endif
   // The rest of the row from j (a multiple of C), then its coefficients.
   auto finish_row = [&](Row& row, const T* dy, const T* x, size_t j, auto& s) HWY_ATTR
       __attribute__((always_inline)) {
     const auto vmean = hn::Set(df, row.mean);
-#if LNGRAD_SHIFTED_LINES
+#if LNGRAD_SHIFTED_LOADS
     if constexpr (kLineLoads) {
       if (Loads::Apply(dy + j, x + j) && line_chunk_fits(j)) {
         Loads dy_lines, x_lines;
@@ -436,19 +384,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           } else if constexpr (kPdX) {
             StorePairAs(df, out_e, out_o, group_pd_x + (k * h + j0), stream_now);
           }
-          if (res_out != nullptr) {
-            if (res_f32) {
-              A* res = static_cast<A*>(res_out) + at;
-              if constexpr (kPairs) {
-                StorePairNatural(df, res_e, res_o, pair_order, res);
-              } else {
-                hn::StoreU(res_e, df, res);
-                hn::StoreU(res_o, df, res + N);
-              }
-            } else {
-              StorePairAs(df, res_e, res_o, static_cast<T*>(res_out) + at, false);
-            }
-          }
+          if (res_out != nullptr) StoreResPair(df, res_e, res_o, pair_order, static_cast<T*>(res_out), at, res_f32);
           if constexpr (kAcc) {
             sum_ge = hn::MulAdd(d_e, res_e, sum_ge);
             sum_be = hn::Add(sum_be, d_e);
@@ -522,7 +458,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         per_step = HWY_MAX(M, (per_step + M - 1) / M * M);  // whole chunks
         const size_t fused_steps = HWY_MIN(segment, row_vectors / per_step);
         size_t j1 = 0;
-#if LNGRAD_SHIFTED_LINES
+#if LNGRAD_SHIFTED_LOADS
         Loads dy_lines, x_lines;
         const bool by_lines = kLineLoads && Loads::Apply(ndy, nx);
         if (by_lines) {
@@ -535,7 +471,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
           for (size_t p = 0; p < per_step; p += M, j1 += C) {
             prefetch_ahead(at + j1, prefetch_l1_bytes, false);
             if (prefetch_l2) prefetch_ahead(at + j1, prefetch_l2_bytes, true);
-#if LNGRAD_SHIFTED_LINES
+#if LNGRAD_SHIFTED_LOADS
             if (kLineLoads && by_lines && line_chunk_fits(j1)) {
               stats_chunk_lines(dy_lines, x_lines, gamma1 + j1, vmean, sums);
               continue;

@@ -140,44 +140,6 @@ class ShiftedLines {
   size_t shift_ = 0, k_ = 0;
 };
 
-// The loads' counterpart: the 64-byte steps of a row a whole number of
-// 32-bit lanes past a line, read one aligned line per step and joined to the
-// line before, instead of loads that straddle two lines (docs/TUNING.md).
-// 32-bit lanes serve every type, with AVX-512F's permute.
-class ShiftedLoads {
- public:
-  using D = hn::Full512<uint32_t>;
-  using Line = hn::Vec<D>;
-
-  // Whether rows at a and b take them: a whole number of lanes past a line,
-  // and one of them off a line.
-  static bool Apply(const void* a, const void* b) {
-    const uintptr_t p = reinterpret_cast<uintptr_t>(a), q = reinterpret_cast<uintptr_t>(b);
-    return (p % kLineBytes != 0 || q % kLineBytes != 0) && p % sizeof(uint32_t) == 0 && q % sizeof(uint32_t) == 0;
-  }
-  // The row's steps from `row` on; its first line's bytes before `row` are
-  // not read (they may lie before the buffer).
-  void Begin(const void* row) {
-    const size_t shift = reinterpret_cast<uintptr_t>(row) % kLineBytes;
-    const size_t k = shift / sizeof(uint32_t);
-    line_ = reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(row) - shift);
-    index_ = hn::Add(hn::Iota(D(), 0), hn::Set(D(), static_cast<uint32_t>(k)));
-    prev_ = hn::MaskedLoad(hn::Not(hn::FirstN(D(), k)), D(), line_);
-  }
-  // The next step's 64 bytes; reads the whole line after them.
-  HWY_INLINE Line Next() {
-    line_ += kLanes;
-    const Line next = hn::Load(D(), line_);
-    const Line v{_mm512_permutex2var_epi32(prev_.raw, index_.raw, next.raw)};  // lane i: lane i + k of (prev, next)
-    prev_ = next;
-    return v;
-  }
-
- private:
-  static constexpr size_t kLanes = kLineBytes / sizeof(uint32_t);
-  Line index_, prev_;  // set by Begin (see ShiftedLines)
-  const uint32_t* line_ = nullptr;
-};
 #else
 #define LNGRAD_SHIFTED_LINES 0
 #endif

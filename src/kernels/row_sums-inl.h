@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "common/aligned.hpp"
 #include "kernels/convert-inl.h"
 
 #include <hwy/highway.h>
@@ -194,6 +195,67 @@ HWY_INLINE void ForEachChunkVector(DF df, const T* a, size_t valid, const F& f) 
     }
   }
 }
+
+#undef LNGRAD_SHIFTED_LOADS
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define LNGRAD_SHIFTED_LOADS 1
+// The 64-byte steps of a row a whole number of
+// 32-bit lanes past a line, read one aligned line per step and joined to the
+// line before, instead of loads that straddle two lines (docs/TUNING.md).
+// 32-bit lanes serve every type, with AVX-512F's permute. (Highway 1.0.3 has
+// no run-time shift of two vectors, hence the intrinsic.)
+class ShiftedLoads {
+ public:
+  using D = hn::Full512<uint32_t>;
+  using Line = hn::Vec<D>;
+
+  // Whether rows at a and b take them: a whole number of lanes past a line,
+  // and one of them off a line.
+  static bool Apply(const void* a, const void* b) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(a), q = reinterpret_cast<uintptr_t>(b);
+    return (p % kLineBytes != 0 || q % kLineBytes != 0) && p % sizeof(uint32_t) == 0 && q % sizeof(uint32_t) == 0;
+  }
+  // The row's steps from `row` on; its first line's bytes before `row` are
+  // not read (they may lie before the buffer).
+  void Begin(const void* row) {
+    const size_t shift = reinterpret_cast<uintptr_t>(row) % kLineBytes;
+    const size_t k = shift / sizeof(uint32_t);
+    line_ = reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(row) - shift);
+    index_ = hn::Add(hn::Iota(D(), 0), hn::Set(D(), static_cast<uint32_t>(k)));
+    prev_ = hn::MaskedLoad(hn::Not(hn::FirstN(D(), k)), D(), line_);
+  }
+  // The next step's 64 bytes; reads the whole line after them.
+  HWY_INLINE Line Next() {
+    line_ += kLanes;
+    const Line next = hn::Load(D(), line_);
+    const Line v{_mm512_permutex2var_epi32(prev_.raw, index_.raw, next.raw)};  // lane i: lane i + k of (prev, next)
+    prev_ = next;
+    return v;
+  }
+
+ private:
+  static constexpr size_t kLanes = kLineBytes / sizeof(uint32_t);
+  Line index_, prev_;  // set by Begin (see ShiftedLines)
+  const uint32_t* line_ = nullptr;
+};
+
+// The elements [0, C) of bfloat16 rows read by lines, a and b, as
+// ForEachChunkVector gives them: f(slot, va, vb, at).
+template <class DF, class F>
+HWY_INLINE void ForEachChunkLine(DF df, ShiftedLoads& a, ShiftedLoads& b, const F& f) {
+  constexpr size_t kN = hn::MaxLanes(DF()), kM = SumClasses<DF>() / kN;  // constants: the loop unrolls
+  const hn::Repartition<uint16_t, DF> du16;
+  for (size_t q = 0; q < kM / 2; ++q) {
+    hn::Vec<DF> a_even, a_odd, b_even, b_odd;
+    SplitPair(df, hn::BitCast(du16, a.Next()), a_even, a_odd);
+    SplitPair(df, hn::BitCast(du16, b.Next()), b_even, b_odd);
+    f(q, a_even, b_even, 2 * q * kN);
+    f(q + kM / 2, a_odd, b_odd, 2 * q * kN + kN);
+  }
+}
+#else
+#define LNGRAD_SHIFTED_LOADS 0
+#endif
 
 // Where a row's last, partial chunk is read: Fill(p, n) gives the n < C
 // elements at p in place (kMaskedRest), or copied into a buffer zero-padded
