@@ -185,7 +185,7 @@ class JoinedEdges {
   // Where a partial store meant for p, beside boundary k (row k's start,
   // k = 0 .. the group's rows), goes instead.
   T* At(T* p, size_t k) {
-    return reinterpret_cast<T*>(edges_[k] + (reinterpret_cast<unsigned char*>(p) - Start(k)));
+    return static_cast<T*>(static_cast<void*>(edges_[k] + (reinterpret_cast<unsigned char*>(p) - Start(k))));
   }
   // After the group's `rows` rows; `more` when the call's next rows follow.
   void Finish(size_t rows, bool more) {
