@@ -186,6 +186,36 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> Encode(DF df, hn::Vec<DF> v, Native
 #define LNGRAD_NATIVE_BF16 0
 #endif
 
+// ---- Lines shifted across two vectors (AVX-512). ----------------------------
+// Rows that start off a line are read (ShiftedLoads) and streamed
+// (ShiftedLines) a whole line at a time, each 64-byte vector joined from two
+// by one two-vector permute. (Highway 1.0.3 has no run-time shift of two
+// vectors, hence the intrinsics.)
+#undef LNGRAD_SHIFTED_LINES
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define LNGRAD_SHIFTED_LINES 1
+// The index for ShiftAcross by s lanes.
+template <typename U>
+HWY_INLINE hn::Vec<hn::Full512<U>> LaneShift(size_t s) {
+  const hn::Full512<U> d;
+  return hn::Add(hn::Iota(d, 0), hn::Set(d, static_cast<U>(s)));
+}
+// Lane i is lane i + s of (lo, hi) read as one vector of twice the lanes,
+// `index` being LaneShift(s), s < the lanes of a vector.
+template <typename U>
+HWY_INLINE hn::Vec<hn::Full512<U>> ShiftAcross(hn::Vec<hn::Full512<U>> lo, hn::Vec<hn::Full512<U>> hi,
+                                               hn::Vec<hn::Full512<U>> index) {
+  if constexpr (sizeof(U) == 2) {
+    return hn::Vec<hn::Full512<U>>{_mm512_permutex2var_epi16(lo.raw, index.raw, hi.raw)};
+  } else {
+    static_assert(sizeof(U) == 4, "16- or 32-bit lanes");
+    return hn::Vec<hn::Full512<U>>{_mm512_permutex2var_epi32(lo.raw, index.raw, hi.raw)};
+  }
+}
+#else
+#define LNGRAD_SHIFTED_LINES 0
+#endif
+
 // ---- bfloat16 in pairs of vectors. -------------------------------------------
 // A bfloat16 is the upper half of a float32, so 2N of them loaded as N 32-bit
 // lanes give the even elements by a shift and the odd ones by a mask: no

@@ -190,7 +190,7 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
   // bfloat16 rows that start off a line read whole chunks by aligned lines
   // (ShiftedLoads): the same vectors in the same classes, while the line
   // after a chunk still lies in the row.
-#if LNGRAD_SHIFTED_LOADS
+#if LNGRAD_SHIFTED_LINES
   constexpr bool kLineLoads = kPairs;
   using Loads = ShiftedLoads;
   auto stats_chunk_lines = [&](Loads& dy, Loads& x, const A* gam, V vmean, auto& s) HWY_ATTR
@@ -200,17 +200,22 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
     });
   };
   auto line_chunk_fits = [h](size_t j) { return (j + C) * sizeof(T) + kLineBytes <= h * sizeof(T); };
+  // Starts reading the rows at dy and x by lines, where they take it.
+  auto begin_lines = [](Loads& dy_lines, Loads& x_lines, const T* dy, const T* x) {
+    if (!kLineLoads || !Loads::Apply(dy, x)) return false;
+    dy_lines.Begin(dy);
+    x_lines.Begin(x);
+    return true;
+  };
 #endif
   // The rest of the row from j (a multiple of C), then its coefficients.
   auto finish_row = [&](Row& row, const T* dy, const T* x, size_t j, auto& s) HWY_ATTR
       __attribute__((always_inline)) {
     const auto vmean = hn::Set(df, row.mean);
-#if LNGRAD_SHIFTED_LOADS
+#if LNGRAD_SHIFTED_LINES
     if constexpr (kLineLoads) {
-      if (Loads::Apply(dy + j, x + j) && line_chunk_fits(j)) {
-        Loads dy_lines, x_lines;
-        dy_lines.Begin(dy + j);
-        x_lines.Begin(x + j);
+      Loads dy_lines, x_lines;
+      if (line_chunk_fits(j) && begin_lines(dy_lines, x_lines, dy + j, x + j)) {
         for (; line_chunk_fits(j); j += C) stats_chunk_lines(dy_lines, x_lines, gamma1 + j, vmean, s);
       }
     }
@@ -458,21 +463,17 @@ void GradRowsT(const GradArgs& args, int64_t row_begin, int64_t row_end, const B
         per_step = HWY_MAX(M, (per_step + M - 1) / M * M);  // whole chunks
         const size_t fused_steps = HWY_MIN(segment, row_vectors / per_step);
         size_t j1 = 0;
-#if LNGRAD_SHIFTED_LOADS
+#if LNGRAD_SHIFTED_LINES
         Loads dy_lines, x_lines;
-        const bool by_lines = kLineLoads && Loads::Apply(ndy, nx);
-        if (by_lines) {
-          dy_lines.Begin(ndy);
-          x_lines.Begin(nx);
-        }
+        const bool by_lines = begin_lines(dy_lines, x_lines, ndy, nx);
 #endif
         for (size_t i = 0; i < fused_steps; ++i, ++t) {
           whole_step(t, stream_now, row_count);
           for (size_t p = 0; p < per_step; p += M, j1 += C) {
             prefetch_ahead(at + j1, prefetch_l1_bytes, false);
             if (prefetch_l2) prefetch_ahead(at + j1, prefetch_l2_bytes, true);
-#if LNGRAD_SHIFTED_LOADS
-            if (kLineLoads && by_lines && line_chunk_fits(j1)) {
+#if LNGRAD_SHIFTED_LINES
+            if (by_lines && line_chunk_fits(j1)) {
               stats_chunk_lines(dy_lines, x_lines, gamma1 + j1, vmean, sums);
               continue;
             }

@@ -86,11 +86,8 @@ inline void StreamLines(void* dst, const void* src, size_t n) {
 // after step t-1's 64-byte result holding that result's last `shift` bytes
 // and step t's first 64 - shift, joined by one two-vector permute. The row's
 // first and last partial lines take masked stores, which JoinedEdges
-// collects. (Highway 1.0.3 has no run-time shift of two vectors, hence the
-// intrinsics.)
-#undef LNGRAD_SHIFTED_LINES
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-#define LNGRAD_SHIFTED_LINES 1
+// collects.
+#if LNGRAD_SHIFTED_LINES
 template <typename U>  // lanes of the shift: uint16_t (16-bit rows) or uint32_t
 class ShiftedLines {
  public:
@@ -103,7 +100,7 @@ class ShiftedLines {
     head_at_ = static_cast<U*>(head_at);
     shift_ = reinterpret_cast<uintptr_t>(row) % 64;
     k_ = shift_ / sizeof(U);
-    index_ = hn::Add(hn::Iota(D(), 0), hn::Set(D(), static_cast<U>(kLanes - k_)));
+    index_ = LaneShift<U>(kLanes - k_);
   }
   // The result of the step at `at`; the row's first step when `first`.
   HWY_INLINE void Put(Line v, void* at, bool first) {
@@ -125,13 +122,7 @@ class ShiftedLines {
  private:
   static constexpr size_t kLanes = 64 / sizeof(U);
   // Lanes [0, k) from lo's last k, the rest from hi's first.
-  HWY_INLINE Line Join(Line lo, Line hi) const {
-    if constexpr (sizeof(U) == 2) {
-      return Line{_mm512_permutex2var_epi16(lo.raw, index_.raw, hi.raw)};
-    } else {
-      return Line{_mm512_permutex2var_epi32(lo.raw, index_.raw, hi.raw)};
-    }
-  }
+  HWY_INLINE Line Join(Line lo, Line hi) const { return ShiftAcross<U>(lo, hi, index_); }
   // Set by Begin and the first Put (a member initializer would be compiled
   // outside the target's attributes).
   Line index_;  // lane i takes lane i + kLanes - k of (lo, hi)
@@ -140,8 +131,6 @@ class ShiftedLines {
   size_t shift_ = 0, k_ = 0;
 };
 
-#else
-#define LNGRAD_SHIFTED_LINES 0
 #endif
 
 // The store kind of whole steps of rows streamed by ShiftedLines, one per

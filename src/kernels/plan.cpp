@@ -355,7 +355,7 @@ GradPlan plan_grad(const PlanInputs& in) {
   // Staged rows shift their lines into place instead, where the target can:
   // a group's staged copy came out in one burst of stores that did not
   // overlap the next group's work, and joined edges left it no other gain.
-  const bool shift_wanted = o.shift ? *o.shift != 0 : true;
+  const bool shift_wanted = !o.shift || *o.shift != 0;
   p.shift_pd_x = p.stage_pd_x && in.target.shifts_lines && shift_wanted;
   if (p.shift_pd_x) p.stage_pd_x = false;
   // Cached rows of 3 KiB or more whole lines apart that start off a line

@@ -196,14 +196,11 @@ HWY_INLINE void ForEachChunkVector(DF df, const T* a, size_t valid, const F& f) 
   }
 }
 
-#undef LNGRAD_SHIFTED_LOADS
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-#define LNGRAD_SHIFTED_LOADS 1
-// The 64-byte steps of a row a whole number of
-// 32-bit lanes past a line, read one aligned line per step and joined to the
-// line before, instead of loads that straddle two lines (docs/TUNING.md).
-// 32-bit lanes serve every type, with AVX-512F's permute. (Highway 1.0.3 has
-// no run-time shift of two vectors, hence the intrinsic.)
+#if LNGRAD_SHIFTED_LINES
+// The 64-byte steps of a row a whole number of 32-bit lanes past a line, read
+// one aligned line per step and joined to the line before, instead of loads
+// that straddle two lines (docs/TUNING.md). 32-bit lanes serve every type,
+// with AVX-512F's permute.
 class ShiftedLoads {
  public:
   using D = hn::Full512<uint32_t>;
@@ -221,14 +218,14 @@ class ShiftedLoads {
     const size_t shift = reinterpret_cast<uintptr_t>(row) % kLineBytes;
     const size_t k = shift / sizeof(uint32_t);
     line_ = reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(row) - shift);
-    index_ = hn::Add(hn::Iota(D(), 0), hn::Set(D(), static_cast<uint32_t>(k)));
+    index_ = LaneShift<uint32_t>(k);
     prev_ = hn::MaskedLoad(hn::Not(hn::FirstN(D(), k)), D(), line_);
   }
   // The next step's 64 bytes; reads the whole line after them.
   HWY_INLINE Line Next() {
     line_ += kLanes;
     const Line next = hn::Load(D(), line_);
-    const Line v{_mm512_permutex2var_epi32(prev_.raw, index_.raw, next.raw)};  // lane i: lane i + k of (prev, next)
+    const Line v = ShiftAcross<uint32_t>(prev_, next, index_);  // lane i: lane i + k of (prev, next)
     prev_ = next;
     return v;
   }
@@ -253,9 +250,7 @@ HWY_INLINE void ForEachChunkLine(DF df, ShiftedLoads& a, ShiftedLoads& b, const 
     f(q + kM / 2, a_odd, b_odd, 2 * q * kN + kN);
   }
 }
-#else
-#define LNGRAD_SHIFTED_LOADS 0
-#endif
+#endif  // LNGRAD_SHIFTED_LINES
 
 // Where a row's last, partial chunk is read: Fill(p, n) gives the n < C
 // elements at p in place (kMaskedRest), or copied into a buffer zero-padded
