@@ -5,8 +5,8 @@
 // from lngrad::layer_norm, the output is preallocated and every page touched;
 // each contestant's pd_x is checked against the float64 reference on sampled
 // rows; then, after a warm-up, the contestants are timed in alternating
-// rounds (the starting contestant rotates each round, so none always follows
-// another) and the median per contestant is reported.
+// rounds (the starting contestant rotates each round), each sample after a
+// few untimed calls of its own, and the median per contestant is reported.
 #include <time.h>
 #include <unistd.h>
 
@@ -315,12 +315,18 @@ void calibrate_all(std::vector<Entry>& entries, bool quick) {
   }
 }
 
-void time_rounds(std::vector<Entry>& entries, int reps, bool verbose) {
+// Rounds of one sample per entry. Each sample follows steady_calls untimed
+// calls of its own: a shape that fits the LLC otherwise starts from whatever
+// the entry before it left there (the first calls after another contestant
+// took 1.3-2.6x, the next ones 1.1-2x), and the rotation makes that differ
+// from round to round.
+void time_rounds(std::vector<Entry>& entries, int reps, int steady_calls, bool verbose) {
   const std::size_t k = entries.size();
   for (int r = 0; r < reps; ++r) {
     for (std::size_t i = 0; i < k; ++i) {
       Entry& e = entries[(i + static_cast<std::size_t>(r)) % k];
       settle();
+      for (int c = 0; c < steady_calls; ++c) e.call();
       e.samples.push_back(time_calls(e.call, e.inner) / e.inner);
       if (verbose)
         std::fprintf(stderr, "  %-16s %8.3f us (mean of %d calls)\n", e.name.c_str(), e.samples.back() * 1e6, e.inner);
@@ -413,7 +419,7 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
 
   const LoadMeter load;
   calibrate_all(entries, o.quick);
-  time_rounds(entries, o.reps, o.verbose);
+  time_rounds(entries, o.reps, o.steady_calls, o.verbose);
   std::tie(row.other_load, row.steal) = load.read();
   row.timed_s = load.seconds();
 
@@ -432,6 +438,7 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
     if (e.name.rfind("triad-", 0) == 0 && (row.triad_s == 0.0 || m < row.triad_s)) {
       row.triad_s = m;
       row.triad_stores = e.name.substr(6);
+      row.triad_spread = m > 0 ? (quantile(e.samples, 0.9) - quantile(e.samples, 0.1)) / m : 0.0;
     }
   }
   return row;
@@ -481,7 +488,7 @@ std::vector<TailPair> measure_tails(const Options& o, const std::vector<Row>& ro
       entries.emplace_back("tail", [&] { on_tail->run(); });
       entries.emplace_back("rounded", [&] { on_rounded->run(); });
       calibrate_all(entries, o.quick);
-      time_rounds(entries, o.reps, o.verbose);
+      time_rounds(entries, o.reps, o.steady_calls, o.verbose);
       std::vector<double> ratios;
       for (std::size_t i = 0; i < entries[0].samples.size(); ++i) {
         ratios.push_back(rate_ratio(r.h, entries[0].samples[i], q.h, entries[1].samples[i]));
@@ -522,7 +529,7 @@ SmallShape measure_small(const Options& o, Contestant& lngrad_c, TriadPool& pool
     settle();
     calibrate(e, 0.01, o.quick ? 0.0005 : 0.002);
   }
-  time_rounds(entries, std::max(o.reps, 5), o.verbose);
+  time_rounds(entries, std::max(o.reps, 5), o.steady_calls, o.verbose);
   s.lngrad_s = median(entries[0].samples);
   s.once_s = std::min(median(entries[1].samples), median(entries[2].samples));
   const double memory_s = std::min(median(entries[3].samples), median(entries[4].samples));
@@ -538,6 +545,7 @@ int run(const Options& o) {
   info.triad_isa = triad_isa();
   info.threads = o.threads;
   info.reps = o.reps;
+  info.steady_calls = o.steady_calls;
   info.stores = stores_name(o.stores);
   info.explain = o.explain;
   // The hardware's figure sets which shapes count as beyond the LLC (the

@@ -90,6 +90,8 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--reps") {
       o.reps = static_cast<int>(parse_int(arg, value(), 1, 100000));
       reps_given = true;
+    } else if (arg == "--steady-calls") {
+      o.steady_calls = static_cast<int>(parse_int(arg, value(), 0, 1000));
     } else if (arg == "--shapes") {
       shapes_given = true;
       o.shapes.clear();
@@ -140,6 +142,7 @@ Options parse_options(int argc, char** argv) {
   o.shapes.insert(o.shapes.end(), extra.begin(), extra.end());
   if (o.dtypes.empty()) o.dtypes = {lngrad::Dtype::float32, lngrad::Dtype::bfloat16, lngrad::Dtype::float16};
   if (o.quick && !reps_given) o.reps = 3;
+  if (o.steady_calls < 0) o.steady_calls = o.quick ? 1 : 3;
   if (o.threads == 0) o.threads = lngrad::default_num_threads();
   return o;
 }
@@ -153,6 +156,8 @@ read-read-write triad over the same bytes as the roofline.
 
   --threads N        threads for every contestant (default: cores available)
   --reps N           timed rounds; the median is reported (default 15, --quick 3)
+  --steady-calls N   untimed calls of a contestant before each of its samples
+                     (default 3, --quick 1; 0: time it right after the others)
   --shapes A,B,...   replace the default shapes (4096x768,8192x1024,2048x4096,
                      512x12288,65536x128,16384x4096); positional ROWSxH add to them
   --dtypes A,B,...   float32,bfloat16,float16 (default: all three)

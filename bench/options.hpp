@@ -17,6 +17,11 @@ struct ShapeArg {
 struct Options {
   int threads = 0;  // 0 until parsed: lngrad::default_num_threads()
   int reps = 15;
+  // Untimed calls of a contestant right before each of its samples, so every
+  // sample starts from the contestant's own data in the caches and its
+  // threads awake, whichever contestant ran before (-1 until parsed: 3, or 1
+  // with --quick).
+  int steady_calls = -1;
   std::vector<ShapeArg> shapes;
   std::vector<lngrad::Dtype> dtypes;
   std::string csv;

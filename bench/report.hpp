@@ -31,6 +31,7 @@ struct Row {
   Measurement lngrad, onednn, torch, naive;
   double triad_s = 0.0;
   std::string triad_stores;  // the fastest variant: "cached", "streaming" or "1-thread"
+  double triad_spread = 0.0;  // that variant's spread over the same rounds
   double other_load = -1.0;  // cores used by other processes while this row was timed; -1 unknown
   double steal = -1.0;       // cores stolen by the hypervisor meanwhile; -1 unknown
   double timed_s = 0.0;      // how long the row's calibration and rounds took
@@ -44,7 +45,7 @@ bool under_load(const Row& r, int threads);
 
 struct RunInfo {
   std::string cpu, target, triad_isa, onednn_version, torch_version;
-  int threads = 1, reps = 0;
+  int threads = 1, reps = 0, steady_calls = 0;
   std::string stores = "automatic";  // lngrad's pd_x stores (--stores)
   double llc_bytes = 0.0;        // runtime::reported_last_level_cache_bytes()
   double llc_share_bytes = 0.0;  // runtime::last_level_cache_bytes(): what lngrad counts on
