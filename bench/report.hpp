@@ -31,7 +31,7 @@ struct Row {
   Measurement lngrad, onednn, torch, naive;
   double triad_s = 0.0;
   std::string triad_stores;  // the fastest variant: "cached", "streaming" or "1-thread"
-  double triad_spread = 0.0;  // that variant's spread over the same rounds
+  double triad_spread = 0.0;  // the widest spread of its variants over the same rounds
   double other_load = -1.0;  // cores used by other processes while this row was timed; -1 unknown
   double steal = -1.0;       // cores stolen by the hypervisor meanwhile; -1 unknown
   double timed_s = 0.0;      // how long the row's calibration and rounds took
