@@ -447,6 +447,45 @@ Row measure(const Options& o, const ShapeArg& shape, lngrad::Dtype dtype, Contes
   return row;
 }
 
+// One row from its runs (--runs): each contestant's median of the runs'
+// medians, the widest error, the median within-run spread; how far the runs'
+// medians lie apart, for lngrad and the triad.
+Row combine_runs(const std::vector<Row>& runs) {
+  Row row = runs.front();
+  auto range = [](std::vector<double> v) {
+    const double m = median(v);
+    return m > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / m : 0.0;
+  };
+  for (Measurement Row::*who : {&Row::lngrad, &Row::onednn, &Row::torch, &Row::naive}) {
+    Measurement& m = row.*who;
+    if (!m.ran) continue;
+    std::vector<double> medians, spreads;
+    for (const Row& r : runs) {
+      const Measurement& one = r.*who;
+      medians.push_back(one.median_s);
+      spreads.push_back(one.spread);
+      m.min_s = std::min(m.min_s, one.min_s);
+      m.error = std::max(m.error, one.error);
+      m.wrong = m.wrong || one.wrong;
+    }
+    m.median_s = median(medians);
+    m.spread = median(spreads);
+    if (who == &Row::lngrad) row.lngrad_run_range = range(medians);
+  }
+  std::vector<double> triads;
+  for (const Row& r : runs) {
+    triads.push_back(r.triad_s);
+    row.triad_spread = std::max(row.triad_spread, r.triad_spread);
+    row.other_load = std::max(row.other_load, r.other_load);
+    row.steal = std::max(row.steal, r.steal);
+  }
+  row.triad_s = median(triads);
+  row.triad_run_range = range(triads);
+  row.timed_s = 0.0;
+  for (const Row& r : runs) row.timed_s += r.timed_s;
+  return row;
+}
+
 // The tail's element rate over the rounded shape's, from their call times.
 double rate_ratio(std::int64_t h_tail, double t_tail, std::int64_t h_rounded, double t_rounded) {
   return (static_cast<double>(h_tail) / t_tail) / (static_cast<double>(h_rounded) / t_rounded);
@@ -549,6 +588,7 @@ int run(const Options& o) {
   info.threads = o.threads;
   info.reps = o.reps;
   info.steady_calls = o.steady_calls;
+  info.runs = o.runs;
   info.stores = stores_name(o.stores);
   info.explain = o.explain;
   // The hardware's figure sets which shapes count as beyond the LLC (the
@@ -605,26 +645,32 @@ int run(const Options& o) {
     }
     std::fprintf(stderr, " (still %.1f cores busy after %.0f s) ", other, o.quiet_wait_s);
   };
-  std::vector<Row> rows;
   const std::size_t total = o.shapes.size() * o.dtypes.size();
-  std::size_t done = 0;
+  std::vector<std::vector<Row>> runs(total);  // each row's runs
   const auto start = Clock::now();
-  for (const ShapeArg& shape : o.shapes) {
-    for (lngrad::Dtype d : o.dtypes) {
-      ++done;
-      std::fprintf(stderr, "[%2zu/%zu] %-12s %-9s ...%s", done, total, shape.str().c_str(), lngrad::dtype_name(d),
-                   o.verbose ? "\n" : "");
-      std::fflush(stderr);
-      if (o.quiet_wait_s > 0) wait_for_quiet();
-      const auto t0 = Clock::now();
-      rows.push_back(measure(o, shape, d, cs, pool, info.llc_bytes));
-      const Row& r = rows.back();
-      std::fprintf(stderr, " lngrad %.3f ms = %.2f of triad%s%s; other load %.1f cores (%.1f s)\n",
-                   r.lngrad.median_s * 1e3, r.lngrad.ran ? r.triad_s / r.lngrad.median_s : 0.0,
-                   r.onednn.detail.empty() ? "" : "; oneDNN impl ", r.onednn.detail.c_str(), r.other_load,
-                   std::chrono::duration<double>(Clock::now() - t0).count());
+  for (int run = 0; run < o.runs; ++run) {  // whole passes, so that a row's runs lie apart in time
+    std::size_t done = 0;
+    for (const ShapeArg& shape : o.shapes) {
+      for (lngrad::Dtype d : o.dtypes) {
+        std::string which = std::to_string(done + 1) + "/" + std::to_string(total);
+        if (o.runs > 1) which = "run " + std::to_string(run + 1) + " " + which;
+        std::fprintf(stderr, "[%5s] %-12s %-9s ...%s", which.c_str(), shape.str().c_str(), lngrad::dtype_name(d),
+                     o.verbose ? "\n" : "");
+        std::fflush(stderr);
+        if (o.quiet_wait_s > 0) wait_for_quiet();
+        const auto t0 = Clock::now();
+        runs[done].push_back(measure(o, shape, d, cs, pool, info.llc_bytes));
+        const Row& r = runs[done].back();
+        std::fprintf(stderr, " lngrad %.3f ms = %.2f of triad%s%s; other load %.1f cores (%.1f s)\n",
+                     r.lngrad.median_s * 1e3, r.lngrad.ran ? r.triad_s / r.lngrad.median_s : 0.0,
+                     r.onednn.detail.empty() ? "" : "; oneDNN impl ", r.onednn.detail.c_str(), r.other_load,
+                     std::chrono::duration<double>(Clock::now() - t0).count());
+        ++done;
+      }
     }
   }
+  std::vector<Row> rows;
+  for (const std::vector<Row>& r : runs) rows.push_back(combine_runs(r));
   const std::vector<TailPair> tails = measure_tails(o, rows, info.llc_bytes);
   SmallShape small;
   if (o.small) {

@@ -90,6 +90,8 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--reps") {
       o.reps = static_cast<int>(parse_int(arg, value(), 1, 100000));
       reps_given = true;
+    } else if (arg == "--runs") {
+      o.runs = static_cast<int>(parse_int(arg, value(), 1, 100));
     } else if (arg == "--steady-calls") {
       o.steady_calls = static_cast<int>(parse_int(arg, value(), 0, 1000));
     } else if (arg == "--shapes") {
@@ -156,6 +158,8 @@ read-read-write triad over the same bytes as the roofline.
 
   --threads N        threads for every contestant (default: cores available)
   --reps N           timed rounds; the median is reported (default 15, --quick 3)
+  --runs N           time the whole list N times over, one pass after another;
+                     each row reports the median of its runs and their range
   --steady-calls N   untimed calls of a contestant before each of its samples
                      (default 3, --quick 1; 0: time it right after the others)
   --shapes A,B,...   replace the default shapes (4096x768,8192x1024,2048x4096,

@@ -22,6 +22,7 @@ struct Options {
   // threads awake, whichever contestant ran before (-1 until parsed: 3, or 1
   // with --quick).
   int steady_calls = -1;
+  int runs = 1;  // passes over the whole list, each row's medians combined (--runs)
   std::vector<ShapeArg> shapes;
   std::vector<lngrad::Dtype> dtypes;
   std::string csv;

@@ -64,8 +64,9 @@ void print_header(std::FILE* out, const RunInfo& info) {
   std::fprintf(out, "cpu: %s\n", info.cpu.c_str());
   std::string llc = fmt("%.0f MiB", info.llc_bytes / 1048576.0);
   if (info.llc_share_bytes < info.llc_bytes) llc += fmt(" (lngrad counts on %.0f)", info.llc_share_bytes / 1048576.0);
-  std::fprintf(out, "lngrad target: %s   threads: %d   last-level cache: %s   rounds: %d (median), %d untimed calls before each sample%s\n",
+  std::fprintf(out, "lngrad target: %s   threads: %d   last-level cache: %s   rounds: %d (median), %d untimed calls before each sample%s%s\n",
                info.target.c_str(), info.threads, llc.c_str(), info.reps, info.steady_calls,
+               info.runs > 1 ? fmt("; %.0f runs (median)", info.runs).c_str() : "",
                info.stores == "automatic" ? "" : ("   pd_x stores: " + info.stores).c_str());
   std::fprintf(
       out,
@@ -75,9 +76,14 @@ void print_header(std::FILE* out, const RunInfo& info) {
 }
 
 void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& rows) {
-  std::fprintf(out, "%-12s %-9s %10s %8s %8s %7s %9s %9s %10s %12s %8s %9s %7s%s\n", "shape", "dtype", "lngrad ms", "GB/s",
+  auto run_cell = [](const Row& r) {
+    const std::string v = r.lngrad.ran ? fmt("%.0f%%", r.lngrad_run_range * 100) : "n/a";
+    return std::string(v.size() < 8 ? 8 - v.size() : 0, ' ') + v;
+  };
+  const bool runs = info.runs > 1;
+  std::fprintf(out, "%-12s %-9s %10s %8s %8s %7s %9s %9s %10s %12s %8s %9s %7s%s%s\n", "shape", "dtype", "lngrad ms", "GB/s",
                "triad", "/triad", "vs oneDNN", "vs torch", "naive ms", "Melem/s/core", "work KiB", "agree", "spread",
-               info.explain ? "  plan" : "");
+               runs ? "    runs" : "", info.explain ? "  plan" : "");
   std::map<std::string, std::set<std::string>> reasons;  // "name dtype" -> why n/a
   for (const Row& r : rows) {
     const Measurement& l = r.lngrad;
@@ -93,7 +99,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       if (m.wrong) wrong += std::string(wrong.empty() ? "" : ",") + n;
     }
     std::fprintf(
-        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %8.0f %9s %7s%s\n",
+        out, "%-12s %-9s %10s %8s %8.1f %7s %9s %9s %10s %12s %8.0f %9s %7s%s%s\n",
         (r.shape + (under_load(r, info.threads) ? " !" : "")).c_str(), lngrad::dtype_name(r.dtype),
         l.ran ? fmt("%.3f", l.median_s * 1e3).c_str() : "n/a",
         l.ran ? fmt("%.1f", gbs(r.bytes, l.median_s)).c_str() : "n/a", gbs(r.bytes, r.triad_s),
@@ -101,7 +107,9 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
         speedup_cell(r.torch, l).c_str(), r.naive.ran ? fmt("%.2f", r.naive.median_s * 1e3).c_str() : "n/a",
         l.ran ? fmt("%.0f", static_cast<double>(r.rows * r.h) / l.median_s / info.threads * 1e-6).c_str() : "n/a",
         r.workspace_bytes / 1024.0, wrong.empty() ? fmt("%.1e", worst).c_str() : ("WRONG:" + wrong).c_str(),
-        l.ran ? fmt("%.0f%%", l.spread * 100).c_str() : "n/a", info.explain ? ("  " + r.plan).c_str() : "");
+        l.ran ? fmt("%.0f%%", l.spread * 100).c_str() : "n/a",
+        runs ? run_cell(r).c_str() : "",
+        info.explain ? ("  " + r.plan).c_str() : "");
   }
   std::fprintf(
       out,
@@ -111,6 +119,8 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<Row>& ro
       "!: other processes used over a tenth of the threads' cores while the row was timed (unreliable).\n"
       "spread: lngrad's 90th minus 10th percentile time over its rounds, relative to the median\n"
       "(each sample after --steady-calls untimed calls; the CSV has the triad's as triad_spread).\n"
+      "runs (--runs N > 1): the largest minus the smallest of lngrad's N run medians, relative to their median;\n"
+      "every time in the table is the median of the runs.\n"
       "plan (--explain): how lngrad ran the row, as lngrad::describe_plan reports it (docs/TUNING.md).\n"
       "agree: worst max|pd_x - ref| over 8 sampled rows against the float64 reference, relative to the largest\n"
       "|pd_x| or |dy*gamma*rstd| there (tolerance %.0e float32, %.0e float16, %.0e bfloat16).\n",
@@ -212,6 +222,20 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
     if (!machine.empty())
       std::fprintf(out, "         not judged, the triad spread as widely in the same rounds: %s\n", machine.c_str());
   }
+  // Stable across runs (--runs), the triad's own range as the control.
+  if (info.runs > 1) {
+    std::string wide, machine;
+    for (const Row& r : rows) {
+      if (!r.lngrad.ran || r.lngrad_run_range <= kWideSpread) continue;
+      std::string& list = r.triad_run_range > kWideSpread ? machine : wide;
+      list += (list.empty() ? "" : ", ") + name_of(r) + fmt(" %.0f%%", r.lngrad_run_range * 100);
+      if (&list == &machine) list += fmt(" (triad %.0f%%)", r.triad_run_range * 100);
+    }
+    std::fprintf(out, "  [%s] median across %d runs within %.0f%%%s\n", wide.empty() ? "PASS" : "FAIL", info.runs,
+                 kWideSpread * 100, wide.empty() ? "" : (": " + wide).c_str());
+    if (!machine.empty())
+      std::fprintf(out, "         not judged, the triad's medians ranged as widely: %s\n", machine.c_str());
+  }
   std::fprintf(out,
                "  [----] not judged here: hot (64x768 and 16x4096, one thread) >= 1.2x the kernels of 48bf311 (bench/ab.sh); 700x10000 and\n"
                "         the LLC shapes against the prototype (../shared/perf-probe); see docs/PERFORMANCE.md\n");
@@ -251,7 +275,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
   f << "# cpu: " << info.cpu << "\n# target: " << info.target << "\n# threads: " << info.threads
     << "\n# llc_mib: " << fmt("%.0f", info.llc_bytes / 1048576.0)
     << "\n# llc_share_mib: " << fmt("%.0f", info.llc_share_bytes / 1048576.0)
-    << "\n# reps: " << info.reps << "\n# steady_calls: " << info.steady_calls << "\n# onednn: " << info.onednn_version << "\n# torch: " << info.torch_version
+    << "\n# reps: " << info.reps << "\n# runs: " << info.runs << "\n# steady_calls: " << info.steady_calls << "\n# onednn: " << info.onednn_version << "\n# torch: " << info.torch_version
     << "\n# triad_isa: " << info.triad_isa << "\n# other_load_cores: " << fmt("%.2f", info.other_load)
     << "\n# steal_cores: " << fmt("%.2f", info.steal) << "\n# pd_x_stores: " << info.stores << "\n";
   if (small.ran) {
@@ -261,7 +285,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
   }
   f << "shape,rows,h,dtype,bytes,beyond_llc_x3,triad_ms,triad_gbs,triad_stores";
   for (const char* n : kNames) f << ',' << n << "_ms," << n << "_min_ms," << n << "_gbs," << n << "_error";
-  f << ",lngrad_of_triad,speedup_onednn,speedup_torch,lngrad_melem_s_core,other_load_cores,onednn_impl,notes,lngrad_workspace_bytes,lngrad_spread,triad_spread,lngrad_plan\n";
+  f << ",lngrad_of_triad,speedup_onednn,speedup_torch,lngrad_melem_s_core,other_load_cores,onednn_impl,notes,lngrad_workspace_bytes,lngrad_spread,triad_spread,lngrad_run_range,triad_run_range,lngrad_plan\n";
   for (const Row& r : rows) {
     f << r.shape << ',' << r.rows << ',' << r.h << ',' << lngrad::dtype_name(r.dtype) << ',' << fmt("%.0f", r.bytes)
       << ',' << (r.beyond_llc ? 1 : 0) << ',' << csv_num(r.triad_s * 1e3, true) << ','
@@ -280,7 +304,8 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
       << csv_num(static_cast<double>(r.rows * r.h) / r.lngrad.median_s / info.threads * 1e-6, r.lngrad.ran) << ','
       << csv_num(r.other_load, r.other_load >= 0) << ',' << csv_quote(r.onednn.detail) << ',' << csv_quote(notes)
       << ',' << fmt("%.0f", r.workspace_bytes) << ',' << csv_num(r.lngrad.spread, r.lngrad.ran) << ','
-      << csv_num(r.triad_spread, r.triad_s > 0) << ',' << csv_quote(r.plan) << '\n';
+      << csv_num(r.triad_spread, r.triad_s > 0) << ',' << csv_num(r.lngrad_run_range, r.lngrad.ran && info.runs > 1)
+      << ',' << csv_num(r.triad_run_range, info.runs > 1) << ',' << csv_quote(r.plan) << '\n';
   }
   if (!f) throw std::runtime_error("--csv: writing '" + path + "' failed");
 }

@@ -32,6 +32,8 @@ struct Row {
   double triad_s = 0.0;
   std::string triad_stores;  // the fastest variant: "cached", "streaming" or "1-thread"
   double triad_spread = 0.0;  // the widest spread of its variants over the same rounds
+  // With --runs N > 1: (largest - smallest) / median of the N runs' medians.
+  double lngrad_run_range = 0.0, triad_run_range = 0.0;
   double other_load = -1.0;  // cores used by other processes while this row was timed; -1 unknown
   double steal = -1.0;       // cores stolen by the hypervisor meanwhile; -1 unknown
   double timed_s = 0.0;      // how long the row's calibration and rounds took
@@ -45,7 +47,7 @@ bool under_load(const Row& r, int threads);
 
 struct RunInfo {
   std::string cpu, target, triad_isa, onednn_version, torch_version;
-  int threads = 1, reps = 0, steady_calls = 0;
+  int threads = 1, reps = 0, steady_calls = 0, runs = 1;
   std::string stores = "automatic";  // lngrad's pd_x stores (--stores)
   double llc_bytes = 0.0;        // runtime::reported_last_level_cache_bytes()
   double llc_share_bytes = 0.0;  // runtime::last_level_cache_bytes(): what lngrad counts on
