@@ -105,12 +105,15 @@ namespace {
 thread_local bool t_inside_task = false;
 
 // Workers wait for the next call spinning for a while before they block, and
-// the caller so waits for the workers to finish: waking a blocked thread
-// costs more than a whole small call (docs/TUNING.md). Back-to-back calls, as
-// in a training step's layers, find the workers awake; an idle process stops
-// spinning after kSpin. (OpenMP runtimes do the same, for longer.) Only as
-// many threads as there are cores spin: asked for more, the others block at
-// once, as does the caller, or spinners would take the cores the work needs. kSpin and spin_until are in
+// the caller so waits for the helpers in its call to finish: waking a blocked
+// thread costs more than a whole small call (docs/TUNING.md). Back-to-back
+// calls, as in a training step's layers, find the workers awake; an idle
+// process stops spinning after kSpin. (OpenMP runtimes do the same, for
+// longer.) Only as many threads as there are cores spin: asked for more, the
+// others block at once, as does the caller, or spinners would take the cores
+// the work needs. Tasks are taken from a shared counter, so a helper that
+// comes late finds less to do; one that comes after the caller has taken the
+// last task stays out of the call (enter). kSpin and spin_until are in
 // thread_pool.hpp.
 
 class Pool {
@@ -136,18 +139,23 @@ class Pool {
     task_ = &task;
     tasks_ = tasks;
     next_.store(0, std::memory_order_relaxed);
-    pending_helpers_.store(threads - 1, std::memory_order_relaxed);
+    const std::uint64_t generation = next_call(threads - 1);
+    entry_.store(generation & kCallBits, std::memory_order_relaxed);  // open, no helper in
     int sleeping;
     {  // under the mutex, so that a worker going to sleep sees the new generation or is counted
       std::lock_guard<std::mutex> lock(mutex_);
-      generation_.store(next_call(threads - 1), std::memory_order_release);
+      generation_.store(generation, std::memory_order_release);
       sleeping = sleepers_;
     }
     if (sleeping > 0) wake_.notify_all();
     work(0);
-    // Wait for the helpers: spin (tasks end together), then block.
-    auto helpers_done = [&] { return pending_helpers_.load(std::memory_order_acquire) == 0; };
-    if (threads > cores_ || !spin_until(helpers_done)) {
+    // Close the call: a helper not in by now has no task left to take, and
+    // waiting for it would tie the call to when its core is free (another
+    // process's threads, or this one's, may hold it for a scheduler slice).
+    // Wait for those in: spin (tasks end together), then block.
+    const std::uint64_t in = entry_.fetch_or(kClosed, std::memory_order_acq_rel) & kInside;
+    auto helpers_done = [&] { return (entry_.load(std::memory_order_acquire) & kInside) == 0; };
+    if (in != 0 && (threads > cores_ || !spin_until(helpers_done))) {
       std::unique_lock<std::mutex> lock(mutex_);
       done_.wait(lock, helpers_done);
     }
@@ -175,7 +183,7 @@ class Pool {
     task_ = nullptr;
     tasks_ = 0;
     next_.store(0, std::memory_order_relaxed);
-    pending_helpers_.store(0, std::memory_order_relaxed);
+    entry_.store(0, std::memory_order_relaxed);
   }
 
   static inline Pool* live_ = nullptr;
@@ -225,13 +233,24 @@ class Pool {
     for (;;) {
       seen = next_generation(seen, id < cores_);
       if (stopping_.load(std::memory_order_relaxed)) return;
-      if (id > helpers_of(seen)) continue;
+      if (id > helpers_of(seen) || !enter(seen)) continue;
       work(id);
-      if (pending_helpers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      const std::uint64_t before = entry_.fetch_sub(1, std::memory_order_acq_rel);
+      if ((before & kInside) == 1 && (before & kClosed) != 0) {  // the last one out of a closed call
         std::lock_guard<std::mutex> lock(mutex_);
         done_.notify_one();
       }
     }
+  }
+
+  // Joins the call of `generation` while it is still open; false once the
+  // caller has closed it or moved on to another call.
+  bool enter(std::uint64_t generation) {
+    std::uint64_t e = entry_.load(std::memory_order_acquire);
+    do {
+      if ((e & kCallBits) != (generation & kCallBits) || (e & kClosed) != 0) return false;
+    } while (!entry_.compare_exchange_weak(e, e + 1, std::memory_order_acq_rel, std::memory_order_acquire));
+    return true;
   }
 
   const int cores_;  // available to the process when the pool started
@@ -247,7 +266,12 @@ class Pool {
   const FunctionRef<void(std::int64_t, int)>* task_ = nullptr;
   std::int64_t tasks_ = 0;
   std::atomic<std::int64_t> next_{0};
-  std::atomic<int> pending_helpers_{0};
+  // The current call's entry: its count of calls (as in generation_), whether
+  // the caller has closed it, and how many helpers are inside.
+  static constexpr std::uint64_t kCallBits = ~std::uint64_t{0xFFFFFFFFu};
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31;
+  static constexpr std::uint64_t kInside = kClosed - 1;
+  std::atomic<std::uint64_t> entry_{0};
 };
 
 Pool& pool() {

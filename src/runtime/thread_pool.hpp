@@ -6,6 +6,8 @@
 // A child process after fork() starts workers of its own.
 #pragma once
 
+#include <sched.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -36,11 +38,16 @@ void parallel_for(std::int64_t tasks, int threads, FunctionRef<void(std::int64_t
 // polls before it blocks (see thread_pool.cpp).
 inline constexpr std::chrono::microseconds kSpin{200};
 
-// Polls ready() for up to kSpin; whether it came true. pause, not
-// sched_yield: a yielding worker picked up calls later.
+// After this long a polling thread also yields its core between polls: the
+// thread it waits for may have been placed on the same core (next to other
+// processes' threads), and would otherwise wait for the scheduler's slice.
+inline constexpr std::chrono::microseconds kPauseOnly{20};
+
+// Polls ready() for up to kSpin; whether it came true. pause at first, not
+// sched_yield: a worker yielding from the start picked up calls later.
 template <typename Ready>
 bool spin_until(Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  const auto start = std::chrono::steady_clock::now();
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) return true;
@@ -50,7 +57,9 @@ bool spin_until(Ready ready) {
       asm volatile("yield");
 #endif
     }
-    if (std::chrono::steady_clock::now() >= deadline) return ready();
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited >= kSpin) return ready();
+    if (waited >= kPauseOnly) sched_yield();
   }
 }
 
