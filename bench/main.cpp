@@ -317,9 +317,8 @@ void calibrate_all(std::vector<Entry>& entries, bool quick) {
 
 // Rounds of one sample per entry. Each sample follows steady_calls untimed
 // calls of its own: a shape that fits the LLC otherwise starts from whatever
-// the entry before it left there (the first calls after another contestant
-// took 1.3-2.6x, the next ones 1.1-2x), and the rotation makes that differ
-// from round to round.
+// the entry before it left there (the first three calls after another data
+// set took 3.0x, 2.2x and 1.4x a steady call; bench/README.md, Method).
 void time_rounds(std::vector<Entry>& entries, int reps, int steady_calls, bool verbose) {
   const std::size_t k = entries.size();
   for (int r = 0; r < reps; ++r) {

@@ -206,35 +206,29 @@ bool print_summary(std::FILE* out, const RunInfo& info, const std::vector<Row>& 
                                       fmt(": %.2f", t.ratio) + fmt(" (rounds %.2f", t.low) + fmt("-%.2f, alternating", t.high) +
                                       (t.cold > 0 ? fmt("; from memory %.2f)", t.cold) : std::string(")")));
   }
-  // Stable: each row's spread over its rounds. Where the triad, over its own
-  // buffers in the same rounds, spread as widely, the machine moved under both
-  // (docs/PERFORMANCE.md, run-to-run swings): named, not judged.
-  {
+  // Stable: each row's spread over its rounds, and with --runs the range of
+  // its run medians. Where the triad, over its own buffers in the same rounds
+  // or runs, moved as widely, the machine moved under both (docs/PERFORMANCE.md,
+  // run-to-run swings): named, not judged.
+  auto judge_steadiness = [&](const std::string& what, auto ours, auto triad, const char* machine_note) {
     std::string wide, machine;
     for (const Row& r : rows) {
-      if (!r.lngrad.ran || r.lngrad.spread <= kWideSpread) continue;
-      std::string& list = r.triad_spread > kWideSpread ? machine : wide;
-      list += (list.empty() ? "" : ", ") + name_of(r) + fmt(" %.0f%%", r.lngrad.spread * 100);
-      if (&list == &machine) list += fmt(" (triad %.0f%%)", r.triad_spread * 100);
+      if (!r.lngrad.ran || ours(r) <= kWideSpread) continue;
+      std::string& list = triad(r) > kWideSpread ? machine : wide;
+      list += (list.empty() ? "" : ", ") + name_of(r) + fmt(" %.0f%%", ours(r) * 100);
+      if (&list == &machine) list += fmt(" (triad %.0f%%)", triad(r) * 100);
     }
-    std::fprintf(out, "  [%s] spread over the rounds <= %.0f%%%s\n", wide.empty() ? "PASS" : "FAIL", kWideSpread * 100,
+    std::fprintf(out, "  [%s] %s %.0f%%%s\n", wide.empty() ? "PASS" : "FAIL", what.c_str(), kWideSpread * 100,
                  wide.empty() ? "" : (": " + wide).c_str());
-    if (!machine.empty())
-      std::fprintf(out, "         not judged, the triad spread as widely in the same rounds: %s\n", machine.c_str());
-  }
-  // Stable across runs (--runs), the triad's own range as the control.
+    if (!machine.empty()) std::fprintf(out, "         not judged, %s: %s\n", machine_note, machine.c_str());
+  };
+  judge_steadiness(
+      "spread over the rounds <=", [](const Row& r) { return r.lngrad.spread; },
+      [](const Row& r) { return r.triad_spread; }, "the triad spread as widely in the same rounds");
   if (info.runs > 1) {
-    std::string wide, machine;
-    for (const Row& r : rows) {
-      if (!r.lngrad.ran || r.lngrad_run_range <= kWideSpread) continue;
-      std::string& list = r.triad_run_range > kWideSpread ? machine : wide;
-      list += (list.empty() ? "" : ", ") + name_of(r) + fmt(" %.0f%%", r.lngrad_run_range * 100);
-      if (&list == &machine) list += fmt(" (triad %.0f%%)", r.triad_run_range * 100);
-    }
-    std::fprintf(out, "  [%s] median across %d runs within %.0f%%%s\n", wide.empty() ? "PASS" : "FAIL", info.runs,
-                 kWideSpread * 100, wide.empty() ? "" : (": " + wide).c_str());
-    if (!machine.empty())
-      std::fprintf(out, "         not judged, the triad's medians ranged as widely: %s\n", machine.c_str());
+    judge_steadiness(
+        "median across " + std::to_string(info.runs) + " runs within", [](const Row& r) { return r.lngrad_run_range; },
+        [](const Row& r) { return r.triad_run_range; }, "the triad's medians ranged as widely");
   }
   std::fprintf(out,
                "  [----] not judged here: hot (64x768 and 16x4096, one thread) >= 1.2x the kernels of 48bf311 (bench/ab.sh); 700x10000 and\n"
