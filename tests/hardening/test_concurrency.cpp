@@ -35,6 +35,12 @@ struct AllOutputs {
   }
 };
 
+// layer_norm_grad's three outputs bit for bit.
+bool same_bits(const GradOutputs& a, const GradOutputs& b) {
+  return a.pd_x.payload() == b.pd_x.payload() && a.pd_gamma.payload() == b.pd_gamma.payload() &&
+         a.pd_beta.payload() == b.pd_beta.payload();
+}
+
 AllOutputs run_all(const GradProblem& p, int threads) {
   AllOutputs o;
   o.grad = run_grad(p, threads);
@@ -138,11 +144,7 @@ TEST(Concurrency, ThreadCountChangingEveryCall) {
   const GradOutputs want = run_grad(p, 1);
   int mismatches = 0;
   for (int it = 0; it < 20000; ++it) {
-    const GradOutputs got = run_grad(p, 1 + it % 4);
-    if (got.pd_x.payload() != want.pd_x.payload() || got.pd_gamma.payload() != want.pd_gamma.payload() ||
-        got.pd_beta.payload() != want.pd_beta.payload()) {
-      ++mismatches;
-    }
+    if (!same_bits(run_grad(p, 1 + it % 4), want)) ++mismatches;
   }
   EXPECT_EQ(mismatches, 0);
 }
@@ -156,11 +158,7 @@ TEST(Concurrency, ThreadCountChangingEveryCall) {
 TEST(Concurrency, HelpersSharingTheCallersCore) {
   const GradProblem p = make_problem(Dtype::bfloat16, Dtype::float32, 128, 256, 139);
   const GradOutputs want = run_grad(p, 1);
-  auto same = [&](const GradOutputs& got) {
-    return got.pd_x.payload() == want.pd_x.payload() && got.pd_gamma.payload() == want.pd_gamma.payload() &&
-           got.pd_beta.payload() == want.pd_beta.payload();
-  };
-  ASSERT_TRUE(same(run_grad(p, 2)));  // the pool's workers exist from here on
+  ASSERT_TRUE(same_bits(run_grad(p, 2), want));  // the pool's workers exist from here on
   cpu_set_t found;
   ASSERT_EQ(sched_getaffinity(0, sizeof found, &found), 0);
   int first = 0;
@@ -177,7 +175,7 @@ TEST(Concurrency, HelpersSharingTheCallersCore) {
   pin_all(one);
   int mismatches = 0;
   for (int it = 0; it < 2000; ++it) {
-    if (!same(run_grad(p, 2))) ++mismatches;
+    if (!same_bits(run_grad(p, 2), want)) ++mismatches;
     if (it % 2 == 0) sched_yield();  // the helper may run now, between calls
   }
   pin_all(found);
