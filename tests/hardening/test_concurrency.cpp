@@ -20,6 +20,12 @@
 namespace lngrad::hardening {
 namespace {
 
+// layer_norm_grad's three outputs bit for bit.
+bool same_bits(const GradOutputs& a, const GradOutputs& b) {
+  return a.pd_x.payload() == b.pd_x.payload() && a.pd_gamma.payload() == b.pd_gamma.payload() &&
+         a.pd_beta.payload() == b.pd_beta.payload();
+}
+
 // Everything the four operators produce for one problem.
 struct AllOutputs {
   GradOutputs grad, grad_x;
@@ -27,19 +33,12 @@ struct AllOutputs {
 
   bool operator==(const AllOutputs& o) const {
     auto same = [](const Tensor& a, const Tensor& b) { return a.payload() == b.payload(); };
-    return same(grad.pd_x, o.grad.pd_x) && same(grad.pd_gamma, o.grad.pd_gamma) &&
-           same(grad.pd_beta, o.grad.pd_beta) && same(grad_x.pd_x, o.grad_x.pd_x) &&
+    return same_bits(grad, o.grad) && same(grad_x.pd_x, o.grad_x.pd_x) &&
            same(grad_x.res_for_gamma, o.grad_x.res_for_gamma) && same(beta_gamma, o.beta_gamma) &&
            same(beta_beta, o.beta_beta) && same(y, o.y) && same(mean, o.mean) && same(variance, o.variance) &&
            same(rstd, o.rstd);
   }
 };
-
-// layer_norm_grad's three outputs bit for bit.
-bool same_bits(const GradOutputs& a, const GradOutputs& b) {
-  return a.pd_x.payload() == b.pd_x.payload() && a.pd_gamma.payload() == b.pd_gamma.payload() &&
-         a.pd_beta.payload() == b.pd_beta.payload();
-}
 
 AllOutputs run_all(const GradProblem& p, int threads) {
   AllOutputs o;
