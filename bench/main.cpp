@@ -472,16 +472,16 @@ Row combine_runs(const std::vector<Row>& runs) {
     if (who == &Row::lngrad) row.lngrad_run_range = range(medians);
   }
   std::vector<double> triads;
+  row.timed_s = 0.0;
   for (const Row& r : runs) {
     triads.push_back(r.triad_s);
     row.triad_spread = std::max(row.triad_spread, r.triad_spread);
     row.other_load = std::max(row.other_load, r.other_load);
     row.steal = std::max(row.steal, r.steal);
+    row.timed_s += r.timed_s;
   }
   row.triad_s = median(triads);
   row.triad_run_range = range(triads);
-  row.timed_s = 0.0;
-  for (const Row& r : runs) row.timed_s += r.timed_s;
   return row;
 }
 
