@@ -36,6 +36,11 @@ PlanInputs inputs(Dtype d, std::int64_t rows, std::int64_t h, int threads, Targe
   return in;
 }
 
+PlanInputs with_core_cache(PlanInputs in, std::int64_t bytes) {
+  in.caches.core = bytes;
+  return in;
+}
+
 // Keeps tests from leaking an override into each other.
 class Plan : public ::testing::Test {
  protected:
@@ -70,7 +75,13 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       {"f32 65536x128 AVX-512", inputs(Dtype::float32, 65536, 128, 2, kAvx512), 2, 2, false, true, 0, 0, 2},
       // Rows from the caches do not fuse; row pairs of 16-32 KiB go in 4s.
       {"bf16 16x4096 AVX-512 hot", inputs(Dtype::bfloat16, 16, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
-      {"f32 16x4096 AVX-512 hot", inputs(Dtype::float32, 16, 4096, 1, kAvx512), 1, 4, false, false, 0, 0, 0},
+      {"f32 16x4096 AVX-512 hot, 1 MiB L2", with_core_cache(inputs(Dtype::float32, 16, 4096, 1, kAvx512), 1 << 20), 1, 4,
+       false, false, 0, 0, 0},
+      // ... but float32 rows of 16-32 KiB go in 8s in a 2 MiB L2; 64 KiB rows
+      // keep 256 KiB groups (pairs), and bfloat16 rows keep 4s.
+      {"f32 16x4096 AVX-512 hot, 2 MiB L2", inputs(Dtype::float32, 16, 4096, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
+      {"f32 8x8192 AVX-512 hot, 2 MiB L2", inputs(Dtype::float32, 8, 8192, 1, kAvx512), 1, 8, false, false, 0, 0, 0},
+      {"f32 4x16384 AVX-512 hot, 2 MiB L2", inputs(Dtype::float32, 4, 16384, 1, kAvx512), 1, 2, false, false, 0, 0, 0},
       // 50 MB, beyond the LLC: fused. 8 MB, inside it: not, the later group
       // prefetched for float32 rows from beyond the L2s.
       {"bf16 2048x4096 AVX-512", inputs(Dtype::bfloat16, 2048, 4096, 2, kAvx512), 2, 4, true, true, 4096, 0, 0},

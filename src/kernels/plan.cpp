@@ -50,6 +50,12 @@ constexpr std::int64_t kPairedHotRowBytesMin = 4096;
 // step's loads and stores then span two lines a row, and four rows of such
 // steps ran slower than two (docs/TUNING.md).
 constexpr std::int64_t kPairedSplitRowBytes = 1536;
+// float32 rows of 16-32 KiB in a core's cache of at least this size go in
+// 8s: they ran faster so than in 4s (docs/TUNING.md; measured on a 2 MiB L2
+// only, so smaller caches, and longer rows, keep group_for's count).
+constexpr std::int64_t kHotLongRowBytesMin = 16384;
+constexpr std::int64_t kHotLongRowBytesMax = 32768;
+constexpr std::int64_t kLargeCoreCacheBytes = std::int64_t{2} << 20;
 // With narrow vectors (under a cache line) 16-bit rows this long go in pairs.
 constexpr std::int64_t kNarrowLong16BitH = 1024;
 
@@ -309,6 +315,10 @@ GradPlan plan_grad(const PlanInputs& in) {
     }
   } else {
     p.group_rows = group_for(2 * row_bytes, from_memory);
+    const bool hot_long = row_bytes >= kHotLongRowBytesMin && row_bytes <= kHotLongRowBytesMax;
+    if (is_f32 && !from_memory && hot_long && in.caches.core >= kLargeCoreCacheBytes) {
+      p.group_rows = kMaxGroupRows;
+    }
     const std::int64_t mid_min = from_memory ? kPairedMidRowBytesMin : kPairedHotRowBytesMin;
     const bool mid_pairs = row_bytes >= mid_min && row_bytes <= kPairedMidRowBytesMax;
     const bool split_rows = !head_aligns && (row_bytes % kCacheLine != 0 || in.output_line_offset != 0);
