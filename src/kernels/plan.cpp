@@ -51,8 +51,9 @@ constexpr std::int64_t kPairedHotRowBytesMin = 4096;
 // steps ran slower than two (docs/TUNING.md).
 constexpr std::int64_t kPairedSplitRowBytes = 1536;
 // float32 rows of 16-32 KiB in a core's cache of at least this size go in
-// 8s: they ran faster so than in 4s (docs/TUNING.md; measured on a 2 MiB L2
-// only, so smaller caches, and longer rows, keep group_for's count).
+// 8s, past kMaxGroupBytes for 32 KiB rows: they ran faster so than in 4s
+// (docs/TUNING.md; measured on a 2 MiB L2 only, so smaller caches, and
+// longer rows, keep group_for's count).
 constexpr std::int64_t kHotLongRowBytesMin = 16384;
 constexpr std::int64_t kHotLongRowBytesMax = 32768;
 constexpr std::int64_t kLargeCoreCacheBytes = std::int64_t{2} << 20;
