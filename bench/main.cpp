@@ -7,6 +7,7 @@
 // rows; then, after a warm-up, the contestants are timed in alternating
 // rounds (the starting contestant rotates each round), each sample after a
 // few untimed calls of its own, and the median per contestant is reported.
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +40,9 @@ namespace lngrad_bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Set by SIGINT or SIGTERM: stop timing after the current row (main).
+volatile sig_atomic_t g_stop_requested = 0;
+void request_stop(int /* signal */) { g_stop_requested = 1; }
 
 // pd_x tolerances for the agreement check, in units of Check::scale.
 // float32: float32 sums over up to 12288 terms stay near 2e-7 here, so 1e-4
@@ -647,10 +651,17 @@ int run(const Options& o) {
   const std::size_t total = o.shapes.size() * o.dtypes.size();
   std::vector<std::vector<Row>> runs(total);  // each row's runs
   const auto start = Clock::now();
-  for (int run = 0; run < o.runs; ++run) {  // whole passes, so that a row's runs lie apart in time
+  // SIGINT or SIGTERM (a timeout) ends the timing after the current row and
+  // reports what was measured, rather than losing a long run's results.
+  struct sigaction on_stop {};
+  on_stop.sa_handler = request_stop;
+  sigaction(SIGINT, &on_stop, nullptr);
+  sigaction(SIGTERM, &on_stop, nullptr);
+  for (int run = 0; run < o.runs && !g_stop_requested; ++run) {  // whole passes, so that a row's runs lie apart in time
     std::size_t done = 0;
     for (const ShapeArg& shape : o.shapes) {
       for (lngrad::Dtype d : o.dtypes) {
+        if (g_stop_requested) break;
         std::string which = std::to_string(done + 1) + "/" + std::to_string(total);
         if (o.runs > 1) which = "run " + std::to_string(run + 1) + " " + which;
         std::fprintf(stderr, "[%5s] %-12s %-9s ...%s", which.c_str(), shape.str().c_str(), lngrad::dtype_name(d),
@@ -669,10 +680,19 @@ int run(const Options& o) {
     }
   }
   std::vector<Row> rows;
-  for (const std::vector<Row>& r : runs) rows.push_back(combine_runs(r));
-  const std::vector<TailPair> tails = measure_tails(o, rows, info.llc_bytes);
+  for (const std::vector<Row>& r : runs) {
+    if (!r.empty()) rows.push_back(combine_runs(r));
+  }
+  const bool stopped = g_stop_requested != 0;
+  if (stopped) {
+    std::fprintf(stderr, "stopped by a signal: the report covers the %zu of %zu rows measured%s\n", rows.size(), total,
+                 o.runs > 1 ? " (the last pass's rows with one run fewer)" : "");
+    signal(SIGINT, SIG_DFL);  // a second signal ends the program
+    signal(SIGTERM, SIG_DFL);
+  }
+  const std::vector<TailPair> tails = stopped ? std::vector<TailPair>{} : measure_tails(o, rows, info.llc_bytes);
   SmallShape small;
-  if (o.small) {
+  if (o.small && !stopped) {
     std::fprintf(stderr, "[small] 4x768 float32 per-call cost ...");
     small = measure_small(o, *cs.lngrad, pool, info.llc_bytes);
     std::fprintf(stderr, " done\n");
