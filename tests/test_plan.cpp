@@ -107,6 +107,13 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       // AVX2 float32 rows 3 KiB apart: the fifth row aliases the first modulo
       // 4 KiB, so groups of 4; 12 KiB groups prefetch one ahead.
       {"f32 4096x768 AVX2", inputs(Dtype::float32, 4096, 768, 2, kAvx2), 2, 4, false, true, 0, 0, 1},
+      // AVX2 rows go in 4s at most, where wide vectors take 8: float32 row
+      // pairs of 4-8 KiB (4000-byte rows alias no other of the group) and
+      // bfloat16 pairs of 1 KiB or more (cached inside the LLC).
+      {"f32 4096x1000 AVX2", inputs(Dtype::float32, 4096, 1000, 2, kAvx2), 2, 4, false, true, 0, 0, 1},
+      {"bf16 4096x1000 AVX2", inputs(Dtype::bfloat16, 4096, 1000, 2, kAvx2), 2, 4, false, false, 0, 0, 0},
+      // 100 MB of 512-byte rows: streamed, 2 KiB groups prefetched two ahead.
+      {"bf16 65536x256 AVX2", inputs(Dtype::bfloat16, 65536, 256, 2, kAvx2), 2, 4, false, true, 0, 0, 2},
       // 10000 elements: not worth a second thread.
       {"f32 1000x10 threads", inputs(Dtype::float32, 1000, 10, 8, kAvx512), 1, 8, false, false, 0, 0, 0},
   };

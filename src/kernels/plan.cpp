@@ -305,13 +305,13 @@ GradPlan plan_grad(const PlanInputs& in) {
   apply(o.fused, &p.fused);
 
   if (narrow(in.target)) {
-    // Narrow vectors: long 16-bit rows in pairs; short rows in 4s; others as
-    // group_for (bfloat16 pairs: 8), cut to alias-free rows for wider storage.
+    // Narrow vectors: long 16-bit rows in pairs, the rest in 4s at most, cut
+    // to alias-free rows for wider storage. Groups of 8, whose rows each take
+    // two or more steps to fill a line, ran up to 2.6x slower (docs/TUNING.md).
     if (is16 && in.h >= kNarrowLong16BitH) {
       p.group_rows = kPairedGroupRows;
     } else {
-      std::int64_t g = kDefaultGroupRows;
-      if (2 * row_bytes >= kShortRowPairBytes) g = in_pairs(in) ? kMaxGroupRows : group_for(2 * row_bytes, /*from_memory=*/true);
+      const std::int64_t g = std::min(kDefaultGroupRows, group_for(2 * row_bytes, /*from_memory=*/true));
       p.group_rows = is16 ? g : alias_free_rows(row_bytes, g);
     }
   } else {
