@@ -112,6 +112,9 @@ TEST_F(Plan, GradDecisionsForGivenMachines) {
       // bfloat16 pairs of 1 KiB or more (cached inside the LLC).
       {"f32 4096x1000 AVX2", inputs(Dtype::float32, 4096, 1000, 2, kAvx2), 2, 4, false, true, 0, 0, 1},
       {"bf16 4096x1000 AVX2", inputs(Dtype::bfloat16, 4096, 1000, 2, kAvx2), 2, 4, false, false, 0, 0, 0},
+      // AVX2 float32 rows beyond the LLC do not fuse; rows 16 KiB apart alias
+      // one another modulo 4 KiB, so one at a time, the next one prefetched.
+      {"f32 16384x4096 AVX2", inputs(Dtype::float32, 16384, 4096, 2, kAvx2), 2, 1, false, true, 0, 0, 1},
       // 100 MB of 512-byte rows: streamed, 2 KiB groups prefetched two ahead.
       {"bf16 65536x256 AVX2", inputs(Dtype::bfloat16, 65536, 256, 2, kAvx2), 2, 4, false, true, 0, 0, 2},
       // 10000 elements: not worth a second thread.
