@@ -299,16 +299,16 @@ GradPlan plan_grad(const PlanInputs& in) {
   const bool head_aligns = row_bytes % kCacheLine == 0 && row_bytes >= kAlignedRowsMinBytes;
 
   // Narrow vectors do not fuse: for 16-bit rows pass 2's pairs and pass 1's
-  // six sums do not fit 16 registers together, and float32 rows ran 5-15%
-  // faster unfused (docs/TUNING.md).
+  // six sums do not fit 16 registers together, and float32 rows ran faster
+  // unfused (docs/TUNING.md).
   const std::int64_t fuse_bytes = is16 ? kFuseRowPairBytes / 2 : kFuseRowPairBytes;
   p.fused = !narrow(in.target) && 2 * row_bytes >= fuse_bytes && far;
   apply(o.fused, &p.fused);
 
   if (narrow(in.target)) {
     // Narrow vectors: long 16-bit rows in pairs, the rest in 4s at most, cut
-    // to alias-free rows for wider storage. Groups of 8, whose rows each take
-    // two or more steps to fill a line, ran up to 2.6x slower (docs/TUNING.md).
+    // to alias-free rows for wider storage. A row takes two or more steps to
+    // fill a line, and groups of 8 streamed rows lost (docs/TUNING.md).
     if (is16 && in.h >= kNarrowLong16BitH) {
       p.group_rows = kPairedGroupRows;
     } else {
