@@ -118,12 +118,15 @@ TEST(Determinism, GradBetaBitIdenticalForAnyThreadCount) {
 }
 
 // float32 gamma, beta, pd_gamma and pd_beta that start on a 64-byte line are
-// used in place; others are copied to (or summed in) scratch on a line. Both
-// ways give the same bits: only where the values sit differs.
+// used in place; others are copied to (or summed in) scratch on a line, but
+// for calls of one group of rows, which sum in place wherever pd_gamma and
+// pd_beta start. Every way gives the same bits: only where the values sit
+// differs.
 TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
   for (Dtype d : {Dtype::float32, Dtype::bfloat16}) {
-    // One block of column sums (64 rows) and several (3000), a tail (1000).
-    for (Shape shape : {Shape{64, 1000}, Shape{3000, 1000}, Shape{64, 4096}}) {
+    // One group of rows (3 and 4: summed in place), one block of column sums
+    // (64 rows) and several (3000), a tail (1000).
+    for (Shape shape : {Shape{3, 1000}, Shape{4, 768}, Shape{64, 1000}, Shape{3000, 1000}, Shape{64, 4096}}) {
       SCOPED_TRACE(std::string(dtype_name(d)) + " " + shape.str());
       ProblemSpec s;
       s.x_shape = shape;
@@ -136,7 +139,7 @@ TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
         const auto past = reinterpret_cast<std::uintptr_t>(storage.data()) % 64;
         return storage.data() + (64 - past) % 64 / sizeof(float) + offset;
       };
-      Buffer outputs[2][4];  // [offset 0 or 1][pd_x, pd_gamma, pd_beta, y]
+      Buffer outputs[2][6];  // [offset 0 or 1][pd_x, pd_gamma, pd_beta, y, and pd_gamma, pd_beta of _beta]
       for (int offset : {0, 1}) {
         std::vector<float> gamma_s, beta_s, pd_gamma_s, pd_beta_s;
         float* gamma = on_line_plus(gamma_s, offset);
@@ -160,10 +163,16 @@ TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
         outputs[offset][1] = Buffer(Dtype::float32, std::vector<double>(pd_gamma, pd_gamma + h));
         outputs[offset][2] = Buffer(Dtype::float32, std::vector<double>(pd_beta, pd_beta + h));
         outputs[offset][3] = y;
+        // LayerNormGradBeta over the same rows (x standing in for res_for_gamma).
+        layer_norm_grad_beta(p.x.cview(p.x_shape), p.dy.cview(p.x_shape), TensorView{pd_gamma, Dtype::float32, hs},
+                             TensorView{pd_beta, Dtype::float32, hs});
+        outputs[offset][4] = Buffer(Dtype::float32, std::vector<double>(pd_gamma, pd_gamma + h));
+        outputs[offset][5] = Buffer(Dtype::float32, std::vector<double>(pd_beta, pd_beta + h));
       }
-      for (int k = 0; k < 4; ++k) EXPECT_TRUE(outputs[0][k].bytes_equal(outputs[1][k])) << "output " << k;
+      for (int k = 0; k < 6; ++k) EXPECT_TRUE(outputs[0][k].bytes_equal(outputs[1][k])) << "output " << k;
       // And the values are real: pd_gamma is not left zero.
       EXPECT_NE(outputs[1][1].get(0), 0.0);
+      EXPECT_NE(outputs[1][4].get(0), 0.0);
     }
   }
 }

@@ -155,11 +155,13 @@ const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A 
 }
 
 // Where the column sums for `dst` go: dst itself when it holds the
-// accumulator type and starts on a line (no copy), else `fallback`, to be
-// stored by store_params.
+// accumulator type and starts on a line, or off one when `once` (the kernel
+// stores each sum once and never loads it back, so no access is repeated
+// across two lines), else `fallback`, to be stored by store_params.
 template <typename A>
-A* sums_into(const TensorView& dst, A* fallback) {
-  return dst.data != nullptr && dst.dtype == kAccDtype<A> && on_line(dst.data) ? static_cast<A*>(dst.data) : fallback;
+A* sums_into(const TensorView& dst, A* fallback, bool once) {
+  const bool in_place = dst.data != nullptr && dst.dtype == kAccDtype<A> && (once || on_line(dst.data));
+  return in_place ? static_cast<A*>(dst.data) : fallback;
 }
 
 // Stores column sums into dst unless sums_into put them there already.
@@ -182,16 +184,18 @@ struct ColumnSums {
 
 // The column sums of rows x h that a row kernel, kernel(row_begin, row_end,
 // block_sums), computes per block of rows, reduced in a fixed order
-// (runtime::reduce_rows) and stored into pd_gamma/pd_beta.
+// (runtime::reduce_rows) and stored into pd_gamma/pd_beta. `group_rows`: the
+// plan's; rows that form one group write each sum once.
 template <typename A>
-void sum_columns(std::int64_t rows, std::int64_t h, int threads,
+void sum_columns(std::int64_t rows, std::int64_t h, int threads, std::int64_t group_rows,
                  runtime::FunctionRef<void(std::int64_t, std::int64_t, const kernels::BlockSums&)> kernel,
                  const ColumnSums& sums) {
   LineVector<A>& out = scratch<A>(1);
   const std::int64_t half = line_padded<A>(h);
   out.resize(static_cast<std::size_t>(2 * half));
-  A* const sum_gamma = sums_into(sums.pd_gamma, out.data());
-  A* const sum_beta = sums_into(sums.pd_beta, out.data() + half);
+  const bool once = rows <= group_rows;
+  A* const sum_gamma = sums_into(sums.pd_gamma, out.data(), once);
+  A* const sum_beta = sums_into(sums.pd_beta, out.data() + half, once);
   auto fn = [&](std::int64_t b, std::int64_t e, runtime::NextBlockFn<A> next) {
     auto next_untyped = [&](void** gamma, void** beta) {
       A* g = nullptr;
@@ -238,7 +242,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
     return;
   }
   auto fn = [&](std::int64_t b, std::int64_t e, const kernels::BlockSums& s) { k.grad_rows(args, b, e, &s); };
-  sum_columns<A>(rows, h, threads, fn, sums);
+  sum_columns<A>(rows, h, threads, plan.group_rows, fn, sums);
 }
 
 }  // namespace
@@ -412,7 +416,7 @@ void run_beta(kernels::BetaArgs args, std::int64_t rows, int threads, const Tens
   args.group_rows = plan.group_rows;
   const kernels::KernelTable& k = kernels::active();
   auto fn = [&](std::int64_t b, std::int64_t e, const kernels::BlockSums& s) { k.beta_rows(args, b, e, s); };
-  sum_columns<A>(rows, args.h, plan.threads, fn, {pd_gamma, pd_beta});
+  sum_columns<A>(rows, args.h, plan.threads, plan.group_rows, fn, {pd_gamma, pd_beta});
 }
 }  // namespace
 
