@@ -119,8 +119,8 @@ TEST(Determinism, GradBetaBitIdenticalForAnyThreadCount) {
 
 // float32 gamma, beta, pd_gamma and pd_beta that start on a 64-byte line are
 // used in place; others are copied to (or summed in) scratch on a line, but
-// for calls of one group of rows, which sum in place wherever pd_gamma and
-// pd_beta start. Every way gives the same bits: only where the values sit
+// for calls of one group of rows, which read gamma and sum in place wherever
+// gamma, pd_gamma and pd_beta start. Every way gives the same bits: only where the values sit
 // differs.
 TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
   for (Dtype d : {Dtype::float32, Dtype::bfloat16}) {

@@ -135,11 +135,12 @@ LineVector<A>& scratch(int slot) {
 }
 
 // gamma (or beta) as h values of the accumulator type, starting on a line:
-// the caller's own buffer when it already is, else widened or copied into
-// scratch; absent -> fill.
+// the caller's own buffer when it already is (or `off_line_ok`: a call of one
+// group of rows, which reads it too few times to repay the copy), else
+// widened or copied into scratch; absent -> fill.
 template <typename A>
-const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot) {
-  if (p && p->dtype == kAccDtype<A> && on_line(p->data)) return static_cast<const A*>(p->data);
+const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot, bool off_line_ok = false) {
+  if (p && p->dtype == kAccDtype<A> && (off_line_ok || on_line(p->data))) return static_cast<const A*>(p->data);
   LineVector<A>& buf = scratch<A>(slot);
   buf.resize(static_cast<std::size_t>(h));
   if (!p) {
@@ -224,8 +225,8 @@ template <typename A>
 void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamma, std::int64_t rows,
               int threads, Stores stores, const ColumnSums& sums) {
   const std::int64_t h = args.h;
-  args.gamma = widen_param<A>(gamma, h, A(1), 0);
   const kernels::GradPlan plan = kernels::plan_grad(plan_inputs(args.dtype, rows, h, threads, stores, args.pd_x));
+  args.gamma = widen_param<A>(gamma, h, A(1), 0, rows <= plan.group_rows);
   threads = plan.threads;
   args.group_rows = plan.group_rows;
   args.fused = plan.fused;
