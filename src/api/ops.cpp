@@ -139,7 +139,8 @@ LineVector<A>& scratch(int slot) {
 // group of rows, which reads it too few times to repay the copy), else
 // widened or copied into scratch; absent -> fill.
 template <typename A>
-const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot, bool off_line_ok = false) {
+const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot,
+                     bool off_line_ok = false) {
   if (p && p->dtype == kAccDtype<A> && (off_line_ok || on_line(p->data))) return static_cast<const A*>(p->data);
   LineVector<A>& buf = scratch<A>(slot);
   buf.resize(static_cast<std::size_t>(h));
