@@ -135,9 +135,8 @@ LineVector<A>& scratch(int slot) {
 }
 
 // gamma (or beta) as h values of the accumulator type, starting on a line:
-// the caller's own buffer when it already is (or `off_line_ok`: a call of one
-// group of rows, which reads it too few times to repay the copy), else
-// widened or copied into scratch; absent -> fill.
+// the caller's own buffer when it already is (or `off_line_ok`), else widened
+// or copied into scratch; absent -> fill.
 template <typename A>
 const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A fill, int slot,
                      bool off_line_ok = false) {
@@ -227,7 +226,11 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
               int threads, Stores stores, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   const kernels::GradPlan plan = kernels::plan_grad(plan_inputs(args.dtype, rows, h, threads, stores, args.pd_x));
-  args.gamma = widen_param<A>(gamma, h, A(1), 0, rows <= plan.group_rows);
+  // A group of one or two rows reads each line of gamma only two or three
+  // times, too few to repay a copy onto a line (docs/TUNING.md).
+  constexpr std::int64_t kGammaInPlaceMaxRows = 2;
+  const bool gamma_in_place = rows <= std::min(kGammaInPlaceMaxRows, plan.group_rows);
+  args.gamma = widen_param<A>(gamma, h, A(1), 0, gamma_in_place);
   threads = plan.threads;
   args.group_rows = plan.group_rows;
   args.fused = plan.fused;
