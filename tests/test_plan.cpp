@@ -228,6 +228,35 @@ TEST_F(Plan, BetaAndForwardDecisions) {
   EXPECT_NE(kernels::describe(f).find("not whole 64-byte steps"), std::string::npos) << kernels::describe(f);
 }
 
+// Parameters off a line are used in place by calls of one group of rows
+// (each sum stored once), gamma only for one or two rows (read rows + 1 times).
+TEST_F(Plan, ParametersOffALineInPlaceForOneGroupOfRows) {
+  struct Case {
+    std::int64_t rows, h;
+    const char* plan;  // override, or ""
+    bool sums, gamma;
+  };
+  const std::vector<Case> cases = {
+      {1, 4096, "", true, true},           // one row: always one group
+      {2, 1536, "group=2", true, true},    // two rows, one group
+      {4, 768, "group=4", true, false},    // one group of four: gamma copied
+      {4, 768, "group=2", false, false},   // two groups: sums loaded back
+      {64, 768, "", false, false},         // many groups
+  };
+  for (const Case& c : cases) {
+    kernels::set_plan_override(c.plan);
+    const PlanInputs in = inputs(Dtype::float32, c.rows, c.h, 1, kAvx2);
+    const GradPlan g = kernels::plan_grad(in);
+    EXPECT_EQ(g.sums_in_place, c.sums) << c.rows << "x" << c.h << " '" << c.plan << "'";
+    EXPECT_EQ(g.gamma_in_place, c.gamma) << c.rows << "x" << c.h << " '" << c.plan << "'";
+    EXPECT_EQ(kernels::plan_beta(in).sums_in_place, c.rows <= kernels::plan_beta(in).group_rows);
+  }
+  kernels::set_plan_override("group=8");
+  EXPECT_TRUE(kernels::plan_beta(inputs(Dtype::float32, 8, 768, 1, kAvx2)).sums_in_place);
+  kernels::set_plan_override("group=4");
+  EXPECT_FALSE(kernels::plan_beta(inputs(Dtype::float32, 8, 768, 1, kAvx2)).sums_in_place);
+}
+
 TEST_F(Plan, OverrideReplacesTheRulesChoices) {
   const PlanInputs in = inputs(Dtype::float32, 16384, 4096, 2, kAvx512);
   kernels::set_plan_override("group=3,fused=0,stream=0,threads=1,ahead=1");

@@ -156,12 +156,11 @@ const A* widen_param(const std::optional<ConstTensorView>& p, std::int64_t h, A 
 }
 
 // Where the column sums for `dst` go: dst itself when it holds the
-// accumulator type and starts on a line, or off one when `once` (the kernel
-// stores each sum once and never loads it back, so no access is repeated
-// across two lines), else `fallback`, to be stored by store_params.
+// accumulator type and starts on a line (or `off_line_ok`), else `fallback`,
+// to be stored by store_params.
 template <typename A>
-A* sums_into(const TensorView& dst, A* fallback, bool once) {
-  const bool in_place = dst.data != nullptr && dst.dtype == kAccDtype<A> && (once || on_line(dst.data));
+A* sums_into(const TensorView& dst, A* fallback, bool off_line_ok) {
+  const bool in_place = dst.data != nullptr && dst.dtype == kAccDtype<A> && (off_line_ok || on_line(dst.data));
   return in_place ? static_cast<A*>(dst.data) : fallback;
 }
 
@@ -185,18 +184,17 @@ struct ColumnSums {
 
 // The column sums of rows x h that a row kernel, kernel(row_begin, row_end,
 // block_sums), computes per block of rows, reduced in a fixed order
-// (runtime::reduce_rows) and stored into pd_gamma/pd_beta. `group_rows`: the
-// plan's; rows that form one group write each sum once.
+// (runtime::reduce_rows) and stored into pd_gamma/pd_beta; `in_place`: the
+// plan's sums_in_place.
 template <typename A>
-void sum_columns(std::int64_t rows, std::int64_t h, int threads, std::int64_t group_rows,
+void sum_columns(std::int64_t rows, std::int64_t h, int threads, bool in_place,
                  runtime::FunctionRef<void(std::int64_t, std::int64_t, const kernels::BlockSums&)> kernel,
                  const ColumnSums& sums) {
   LineVector<A>& out = scratch<A>(1);
   const std::int64_t half = line_padded<A>(h);
   out.resize(static_cast<std::size_t>(2 * half));
-  const bool once = rows <= group_rows;
-  A* const sum_gamma = sums_into(sums.pd_gamma, out.data(), once);
-  A* const sum_beta = sums_into(sums.pd_beta, out.data() + half, once);
+  A* const sum_gamma = sums_into(sums.pd_gamma, out.data(), in_place);
+  A* const sum_beta = sums_into(sums.pd_beta, out.data() + half, in_place);
   auto fn = [&](std::int64_t b, std::int64_t e, runtime::NextBlockFn<A> next) {
     auto next_untyped = [&](void** gamma, void** beta) {
       A* g = nullptr;
@@ -226,11 +224,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
               int threads, Stores stores, const ColumnSums& sums) {
   const std::int64_t h = args.h;
   const kernels::GradPlan plan = kernels::plan_grad(plan_inputs(args.dtype, rows, h, threads, stores, args.pd_x));
-  // A group of one or two rows reads each line of gamma only two or three
-  // times, too few to repay a copy onto a line (docs/TUNING.md).
-  constexpr std::int64_t kGammaInPlaceMaxRows = 2;
-  const bool gamma_in_place = rows <= std::min(kGammaInPlaceMaxRows, plan.group_rows);
-  args.gamma = widen_param<A>(gamma, h, A(1), 0, gamma_in_place);
+  args.gamma = widen_param<A>(gamma, h, A(1), 0, plan.gamma_in_place);
   threads = plan.threads;
   args.group_rows = plan.group_rows;
   args.fused = plan.fused;
@@ -247,7 +241,7 @@ void run_grad(kernels::GradArgs args, const std::optional<ConstTensorView>& gamm
     return;
   }
   auto fn = [&](std::int64_t b, std::int64_t e, const kernels::BlockSums& s) { k.grad_rows(args, b, e, &s); };
-  sum_columns<A>(rows, h, threads, plan.group_rows, fn, sums);
+  sum_columns<A>(rows, h, threads, plan.sums_in_place, fn, sums);
 }
 
 }  // namespace
@@ -421,7 +415,7 @@ void run_beta(kernels::BetaArgs args, std::int64_t rows, int threads, const Tens
   args.group_rows = plan.group_rows;
   const kernels::KernelTable& k = kernels::active();
   auto fn = [&](std::int64_t b, std::int64_t e, const kernels::BlockSums& s) { k.beta_rows(args, b, e, s); };
-  sum_columns<A>(rows, args.h, plan.threads, plan.group_rows, fn, {pd_gamma, pd_beta});
+  sum_columns<A>(rows, args.h, plan.threads, plan.sums_in_place, fn, {pd_gamma, pd_beta});
 }
 }  // namespace
 

@@ -95,6 +95,10 @@ constexpr std::int64_t kAlignedRowsMinBytes = 3072;
 // With narrow vectors, streamed stores narrower than this lose.
 constexpr std::int64_t kNarrowMinStreamBytes = 32;
 constexpr std::int64_t kPage = 4096;  // L1 set aliasing period of the machines measured
+// Parameters off a line: a call of one group of rows stores each column sum
+// once, so split stores cost less than summing in scratch and copying out;
+// gamma, read rows + 1 times, repays its copy from three rows on.
+constexpr std::int64_t kGammaInPlaceMaxRows = 2;
 
 std::int64_t storage_bytes(Dtype d) { return static_cast<std::int64_t>(dtype_size(d)); }
 std::int64_t acc_bytes(Dtype d) { return d == Dtype::float64 ? 8 : 4; }
@@ -375,6 +379,8 @@ GradPlan plan_grad(const PlanInputs& in) {
   // stores start on lines; bfloat16 rows of 2 KiB lost by the head's cost.
   p.align_rows = !p.stream_pd_x && head_aligns;
   apply(o.align, &p.align_rows);
+  p.sums_in_place = in.rows <= p.group_rows;
+  p.gamma_in_place = in.rows <= std::min(kGammaInPlaceMaxRows, p.group_rows);
   return p;
 }
 
@@ -384,6 +390,7 @@ BetaPlan plan_beta(const PlanInputs& in) {
   p.threads = threads_for(in, o);
   p.group_rows = group_for(in.h * (storage_bytes(in.dtype) + storage_bytes(in.res_dtype)), /*from_memory=*/true);
   apply(o.group, &p.group_rows);
+  p.sums_in_place = in.rows <= p.group_rows;
   return p;
 }
 

@@ -67,12 +67,17 @@ struct GradPlan {
   std::int64_t prefetch_l1_bytes = 0;  // fused pass 1 prefetches this far ahead into the L1
   std::int64_t prefetch_l2_bytes = 0;  // ... and this far into the L2 (0: not)
   std::int64_t groups_ahead = 0;       // unfused: prefetch the group this many ahead (0: not)
-  std::string notes;                   // why a wanted choice was not taken
+  // float32 pd_gamma/pd_beta, and gamma, used in place even off a 64-byte
+  // line (else summed in or copied to scratch on one).
+  bool sums_in_place = false;
+  bool gamma_in_place = false;
+  std::string notes;  // why a wanted choice was not taken
 };
 
 struct BetaPlan {
   int threads = 1;
   std::int64_t group_rows = 4;
+  bool sums_in_place = false;  // as GradPlan's
 };
 
 struct ForwardPlan {
