@@ -120,14 +120,15 @@ TEST(Determinism, GradBetaBitIdenticalForAnyThreadCount) {
 // float32 gamma, beta, pd_gamma and pd_beta that start on a 64-byte line are
 // used in place; others are copied to (or summed in) scratch on a line, but
 // for calls of one group of rows, which sum in place wherever pd_gamma and
-// pd_beta start (and of one or two rows, which read gamma in place). Every way gives the same bits: only where the values sit
-// differs.
+// pd_beta start (and of one or two rows, which read gamma in place). Every
+// way gives the same bits: only where the values sit differs.
 TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
   for (Dtype d : {Dtype::float32, Dtype::bfloat16}) {
     // One group of rows (1, 3 and 4: summed in place; 1: gamma read in
-    // place), one block of column sums
-    // (64 rows) and several (3000), a tail (1000).
-    for (Shape shape : {Shape{1, 1000}, Shape{3, 1000}, Shape{4, 768}, Shape{64, 1000}, Shape{3000, 1000}, Shape{64, 4096}}) {
+    // place), one block of column sums (64 rows) and several (3000), a tail
+    // (1000).
+    for (Shape shape : {Shape{1, 1000}, Shape{3, 1000}, Shape{4, 768}, Shape{64, 1000}, Shape{3000, 1000},
+                        Shape{64, 4096}}) {
       SCOPED_TRACE(std::string(dtype_name(d)) + " " + shape.str());
       ProblemSpec s;
       s.x_shape = shape;
@@ -140,7 +141,7 @@ TEST(Determinism, ParametersOnOrOffALineGiveTheSameBits) {
         const auto past = reinterpret_cast<std::uintptr_t>(storage.data()) % 64;
         return storage.data() + (64 - past) % 64 / sizeof(float) + offset;
       };
-      Buffer outputs[2][6];  // [offset 0 or 1][pd_x, pd_gamma, pd_beta, y, and pd_gamma, pd_beta of _beta]
+      Buffer outputs[2][6];  // [offset 0 or 1][pd_x, pd_gamma, pd_beta, y, _beta's pd_gamma, pd_beta]
       for (int offset : {0, 1}) {
         std::vector<float> gamma_s, beta_s, pd_gamma_s, pd_beta_s;
         float* gamma = on_line_plus(gamma_s, offset);
