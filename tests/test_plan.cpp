@@ -302,6 +302,15 @@ TEST_F(Plan, DescribePlanReportsThisMachinesChoices) {
   EXPECT_NE(describe_plan(Op::layer_norm_grad, 16384, 4096, Dtype::bfloat16, 2).find("group=3"), std::string::npos);
   EXPECT_NE(describe_plan(Op::layer_norm_grad_beta, 64, 768, Dtype::float32, 1).find("group="), std::string::npos);
   EXPECT_NE(describe_plan(Op::layer_norm, 64, 768, Dtype::float32, 1).find("stream=0"), std::string::npos);
+  kernels::set_plan_override("");
+  // One row is one group: the sums (and for LayerNormGrad gamma's copy) are
+  // the outputs themselves; 16384 rows are many groups.
+  EXPECT_NE(describe_plan(Op::layer_norm_grad, 1, 768, Dtype::float32, 1).find(" sums_in_place=1 gamma_in_place=1"),
+            std::string::npos);
+  EXPECT_NE(describe_plan(Op::layer_norm_grad_beta, 1, 768, Dtype::float32, 1).find(" sums_in_place=1"),
+            std::string::npos);
+  EXPECT_EQ(grad.find("in_place"), std::string::npos) << grad;
+  EXPECT_EQ(describe_plan(Op::layer_norm_grad_beta, 16384, 768, Dtype::float32, 2).find("in_place"), std::string::npos);
   EXPECT_THROW(describe_plan(Op::layer_norm_grad, 0, 768, Dtype::float32), Error);
   EXPECT_THROW(describe_plan(Op::layer_norm_grad, 64, 768, Dtype::float32, -1), Error);
 }

@@ -412,12 +412,16 @@ std::string describe(const GradPlan& p) {
   if (p.stage_pd_x) s << " staged=1";  // streamed through the staging buffer (not an override key)
   if (p.shift_pd_x) s << " shift=1";
   if (p.align_rows) s << " align=1";
+  // One group covers the call: its column sums and gamma go straight to the outputs.
+  if (p.sums_in_place) s << " sums_in_place=1";
+  if (p.gamma_in_place) s << " gamma_in_place=1";
   if (!p.notes.empty()) s << " (" << p.notes.substr(0, p.notes.size() - 2) << ")";
   return s.str();
 }
 
 std::string describe(const BetaPlan& p) {
-  return "threads=" + std::to_string(p.threads) + " group=" + std::to_string(p.group_rows);
+  return "threads=" + std::to_string(p.threads) + " group=" + std::to_string(p.group_rows) +
+         (p.sums_in_place ? " sums_in_place=1" : "");
 }
 
 std::string describe(const ForwardPlan& p) {
