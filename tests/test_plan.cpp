@@ -303,8 +303,8 @@ TEST_F(Plan, DescribePlanReportsThisMachinesChoices) {
   EXPECT_NE(describe_plan(Op::layer_norm_grad_beta, 64, 768, Dtype::float32, 1).find("group="), std::string::npos);
   EXPECT_NE(describe_plan(Op::layer_norm, 64, 768, Dtype::float32, 1).find("stream=0"), std::string::npos);
   kernels::set_plan_override("");
-  // One row is one group: the sums (and for LayerNormGrad gamma's copy) are
-  // the outputs themselves; 16384 rows are many groups.
+  // One row is one group: pd_gamma/pd_beta (and LayerNormGrad's gamma) are
+  // used where they lie, not through scratch; 16384 rows are many groups.
   EXPECT_NE(describe_plan(Op::layer_norm_grad, 1, 768, Dtype::float32, 1).find(" sums_in_place=1 gamma_in_place=1"),
             std::string::npos);
   EXPECT_NE(describe_plan(Op::layer_norm_grad_beta, 1, 768, Dtype::float32, 1).find(" sums_in_place=1"),

@@ -412,7 +412,7 @@ std::string describe(const GradPlan& p) {
   if (p.stage_pd_x) s << " staged=1";  // streamed through the staging buffer (not an override key)
   if (p.shift_pd_x) s << " shift=1";
   if (p.align_rows) s << " align=1";
-  // One group covers the call: its column sums and gamma go straight to the outputs.
+  // Small calls: float32 pd_gamma/pd_beta (and gamma) used where they lie, even off a line.
   if (p.sums_in_place) s << " sums_in_place=1";
   if (p.gamma_in_place) s << " gamma_in_place=1";
   if (!p.notes.empty()) s << " (" << p.notes.substr(0, p.notes.size() - 2) << ")";
