@@ -216,6 +216,57 @@ HWY_INLINE hn::Vec<hn::Full512<U>> ShiftAcross(hn::Vec<hn::Full512<U>> lo, hn::V
 #define LNGRAD_SHIFTED_LINES 0
 #endif
 
+// ---- The first n lanes of a vector, in place. ------------------------------
+// Masked loads and stores where a masked access cannot fault past the mask:
+// AVX-512 and SVE for every lane size; AVX2 (vmaskmov) for 32- and 64-bit
+// lanes, and for 16-bit ones as 32-bit words with an odd last lane apart.
+// Masked-off lanes read as +0 and are not written. Without them (SSE4, NEON,
+// the scalar target) tails go through a buffer (LoadTail, StoreTail).
+#undef LNGRAD_MASKED_TAILS
+#if !HWY_MEM_OPS_MIGHT_FAULT || HWY_TARGET == HWY_AVX2
+#define LNGRAD_MASKED_TAILS 1
+template <class D>
+HWY_INLINE hn::Vec<D> LoadFirst(D d, const hn::TFromD<D>* p, size_t n) {
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (sizeof(hn::TFromD<D>) == 2) {
+    const hn::Repartition<uint32_t, D> dw;
+    const auto words = hn::BitCast(d, hn::MaskedLoad(hn::FirstN(dw, n / 2), dw, reinterpret_cast<const uint32_t*>(p)));
+    if (n % 2 == 0) return words;
+    return hn::IfThenElseZero(hn::FirstN(d, n), hn::IfThenElse(hn::FirstN(d, n - 1), words, hn::Set(d, p[n - 1])));
+  }
+#endif
+  return hn::MaskedLoad(hn::FirstN(d, n), d, p);
+}
+template <class D>
+HWY_INLINE void StoreFirst(D d, hn::Vec<D> v, hn::TFromD<D>* p, size_t n) {
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (sizeof(hn::TFromD<D>) == 2) {
+    const hn::Repartition<uint32_t, D> dw;
+    hn::BlendedStore(hn::BitCast(dw, v), hn::FirstN(dw, n / 2), dw, reinterpret_cast<uint32_t*>(p));
+    if (n % 2 != 0) p[n - 1] = hn::ExtractLane(v, n - 1);
+    return;
+  }
+#endif
+  hn::BlendedStore(v, hn::FirstN(d, n), d, p);
+}
+// The first n of the `size` elements at src, the rest +0, in dst; size is a
+// whole number of vectors. Masked loads and whole stores: vector loads of dst
+// that follow get their data forwarded, which narrower stores (memcpy) delay
+// until they reach the cache.
+template <typename T>
+HWY_NOINLINE void CopyFirst(T* dst, const T* src, size_t n, size_t size) {
+  using L = StorageLane<T>;
+  const hn::CappedTag<L, 64 / sizeof(L)> d;
+  const size_t N = hn::Lanes(d);
+  for (size_t i = 0; i < size; i += N) {
+    const size_t left = n > i ? n - i : 0;
+    hn::StoreU(LoadFirst(d, reinterpret_cast<const L*>(src) + i, HWY_MIN(left, N)), d, reinterpret_cast<L*>(dst) + i);
+  }
+}
+#else
+#define LNGRAD_MASKED_TAILS 0
+#endif
+
 // ---- bfloat16 in pairs of vectors. -------------------------------------------
 // A bfloat16 is the upper half of a float32, so 2N of them loaded as N 32-bit
 // lanes give the even elements by a shift and the odd ones by a mask: no
@@ -296,7 +347,7 @@ HWY_INLINE void LoadPairAs(DF df, const T* p, hn::Vec<DF>& even, hn::Vec<DF>& od
 template <class DF, typename T>
 HWY_INLINE void LoadPairTail(DF df, const T* p, size_t n, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
   const hn::Repartition<uint16_t, DF> du16;
-  SplitPair(df, hn::MaskedLoad(hn::FirstN(du16, n), du16, reinterpret_cast<const uint16_t*>(p)), even, odd);
+  SplitPair(df, LoadFirst(du16, reinterpret_cast<const uint16_t*>(p), n), even, odd);
 }
 #endif
 
@@ -425,10 +476,10 @@ const float* PairOrdered(DF df, const float* src, size_t h, size_t base, float* 
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
-// Tails (fewer than Lanes elements): masked loads and stores where a masked
-// access cannot fault past the mask (AVX-512, SVE); elsewhere through a zeroed
-// lane-sized buffer. Either way the lanes past the tail read as +0.
-#if HWY_MEM_OPS_MIGHT_FAULT
+// Tails (fewer than Lanes elements): masked loads and stores where there are
+// (LNGRAD_MASKED_TAILS); elsewhere through a zeroed lane-sized buffer. Either
+// way the lanes past the tail read as +0.
+#if !LNGRAD_MASKED_TAILS
 constexpr size_t kMaxLaneBytes = HWY_MAX_BYTES;
 
 template <class DF, typename T>
@@ -445,10 +496,18 @@ HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
   std::memcpy(static_cast<void*>(p), buf, n * sizeof(T));
 }
 #else
+// Out of line on AVX2: inlined there, their masks and blends made GCC 12
+// roll up GradRowsT's compiled 4-row loops (docs/TUNING.md).
+#undef LNGRAD_TAIL_INLINE
+#if HWY_TARGET == HWY_AVX2
+#define LNGRAD_TAIL_INLINE HWY_NOINLINE
+#else
+#define LNGRAD_TAIL_INLINE HWY_INLINE
+#endif
 template <class DF, typename T>
-HWY_INLINE hn::Vec<DF> LoadTail(DF df, const T* p, size_t n) {
+LNGRAD_TAIL_INLINE hn::Vec<DF> LoadTail(DF df, const T* p, size_t n) {
   const hn::Rebind<StorageLane<T>, DF> ds;
-  const auto bits = hn::MaskedLoad(hn::FirstN(ds, n), ds, reinterpret_cast<const StorageLane<T>*>(p));
+  const auto bits = LoadFirst(ds, reinterpret_cast<const StorageLane<T>*>(p), n);
   if constexpr (sizeof(T) == 2) {
     return DecodeAs(df, bits, p);
   } else {
@@ -457,9 +516,9 @@ HWY_INLINE hn::Vec<DF> LoadTail(DF df, const T* p, size_t n) {
 }
 
 template <class DF, typename T>
-HWY_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
+LNGRAD_TAIL_INLINE void StoreTail(DF df, hn::Vec<DF> v, T* p, size_t n) {
   const hn::Rebind<StorageLane<T>, DF> ds;
-  hn::BlendedStore(Encode(df, v, p), hn::FirstN(ds, n), ds, reinterpret_cast<StorageLane<T>*>(p));
+  StoreFirst(ds, Encode(df, v, p), reinterpret_cast<StorageLane<T>*>(p), n);
 }
 #endif
 

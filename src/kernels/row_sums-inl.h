@@ -254,13 +254,16 @@ HWY_INLINE void ForEachChunkLine(DF df, ShiftedLoads& a, ShiftedLoads& b, const 
 
 // Where a row's last, partial chunk is read: Fill(p, n) gives the n < C
 // elements at p in place (kMaskedRest), or copied into a buffer zero-padded
-// to C elements. Made once per call: every row has the same n, so the
-// padding stays zero.
+// to C elements, by masked loads where there are (AVX2). Made once per call.
 template <class DF, typename T, bool kInPlace = kMaskedRest>
 class ChunkRest {
  public:
   const T* Fill(const T* p, size_t n) {
+#if LNGRAD_MASKED_TAILS
+    CopyFirst(lanes_, p, n, SumClasses<DF>());
+#else
     std::memcpy(static_cast<void*>(lanes_), p, n * sizeof(T));
+#endif
     return lanes_;
   }
 
