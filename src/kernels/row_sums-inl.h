@@ -127,7 +127,8 @@ HWY_INLINE hn::TFromD<D> FoldLanes(D d, hn::Vec<D> v) {
 
 // Whether a row's last, partial chunk is read in place by masked loads (which
 // cannot fault past the mask on AVX-512 and SVE) rather than from a
-// zero-padded copy.
+// zero-padded copy. AVX2 masks too but reads the copy: in place, the masks
+// made GCC 12 roll up GradRowsT's compiled row loops (docs/TUNING.md).
 constexpr bool kMaskedRest = !HWY_MEM_OPS_MIGHT_FAULT && HWY_TARGET != HWY_SCALAR;
 
 // The vector of N elements at p, of which the first n belong to the row;
@@ -254,7 +255,8 @@ HWY_INLINE void ForEachChunkLine(DF df, ShiftedLoads& a, ShiftedLoads& b, const 
 
 // Where a row's last, partial chunk is read: Fill(p, n) gives the n < C
 // elements at p in place (kMaskedRest), or copied into a buffer zero-padded
-// to C elements, by masked loads where there are (AVX2). Made once per call.
+// to C elements, by masked loads where there are (AVX2). Made once per call:
+// every row has the same n, so memcpy leaves the padding zero.
 template <class DF, typename T, bool kInPlace = kMaskedRest>
 class ChunkRest {
  public:

@@ -118,4 +118,9 @@ void expect_near_reference(const GradProblem& p, const GradOutputs& out, const s
 // True when every element is NaN or +-Inf.
 bool all_non_finite(const Tensor& t, std::int64_t begin, std::int64_t end);
 
+// The dtypes of x, and the statistics' dtype the suite pairs with each
+// (float64 for float64 x, float32 otherwise).
+inline constexpr Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16};
+inline Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
+
 }  // namespace lngrad::hardening

@@ -18,10 +18,7 @@
 namespace lngrad::hardening {
 namespace {
 
-const Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16};
 constexpr std::int64_t kRows = 5, kH = 23;
-
-Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
 
 LNGRAD_TARGET_SUITE(AliasingAllowed);
 

@@ -10,10 +10,6 @@
 namespace lngrad::hardening {
 namespace {
 
-const Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16};
-
-Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
-
 // H = 1: the derivative is exactly 0 for any mean (with one element,
 // g*rstd cancels the S1 part of pd_mean and pd_var's two terms cancel each
 // other). lngrad evaluates pd_x as rstd*(g - S1/H) + a*(xm - S3/H), in which

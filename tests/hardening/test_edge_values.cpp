@@ -13,9 +13,6 @@ namespace lngrad::hardening {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-const Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16};
-
-Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
 
 // x times s (rounded to its dtype), with mean and variance recomputed from
 // the stored values: variance scales by about s^2.

@@ -21,10 +21,6 @@
 namespace lngrad::hardening {
 namespace {
 
-const Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16};
-
-Dtype stat_for(Dtype x) { return x == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
-
 // A tensor's bytes between two PROT_NONE pages, flush against the one after
 // it (at_end) or the one before it.
 class Fenced {
@@ -70,6 +66,11 @@ class Fenced {
 const std::int64_t kWidths[] = {1, 3, 7, 9, 15, 17, 31, 33, 47, 100, 1001};
 const std::int64_t kRows[] = {1, 3, 5};
 
+std::string describe(Dtype dtype, std::int64_t rows, std::int64_t h, bool at_end) {
+  return std::string(dtype_name(dtype)) + " " + std::to_string(rows) + "x" + std::to_string(h) +
+         (at_end ? " at a page's end" : " at a page's start");
+}
+
 LNGRAD_TARGET_SUITE(PageEdges);
 
 TEST_P(PageEdges, GradOperatorsTouchOnlyTheirTensors) {
@@ -79,8 +80,7 @@ TEST_P(PageEdges, GradOperatorsTouchOnlyTheirTensors) {
         const GradProblem p = make_problem(dtype, stat_for(dtype), rows, h, 7);
         const GradOutputs want = run_grad(p), want_x = run_grad_x(p);
         for (bool at_end : {true, false}) {
-          const std::string what = std::string(dtype_name(dtype)) + " " + std::to_string(rows) + "x" +
-                                   std::to_string(h) + (at_end ? " at a page's end" : " at a page's start");
+          const std::string what = describe(dtype, rows, h, at_end);
           Fenced dy(p.dy, at_end), x(p.x, at_end), mean(p.mean, at_end), variance(p.variance, at_end);
           Fenced gamma(p.gamma, at_end);
           Fenced pd_x(dtype, {rows, h}, at_end), pd_gamma(dtype, {h}, at_end), pd_beta(dtype, {h}, at_end);
@@ -123,8 +123,7 @@ TEST_P(PageEdges, ForwardTouchesOnlyItsTensors) {
         for (std::int64_t j = 0; j < h; ++j) beta.set(j, 0.125 * static_cast<double>(j % 9) - 0.5);
         layer_norm(p.x.cview(), p.gamma.cview(), beta.cview(), y.view(), mean.view(), variance.view(), rstd.view());
         for (bool at_end : {true, false}) {
-          const std::string what = std::string(dtype_name(dtype)) + " " + std::to_string(rows) + "x" +
-                                   std::to_string(h) + (at_end ? " at a page's end" : " at a page's start");
+          const std::string what = describe(dtype, rows, h, at_end);
           Fenced x(p.x, at_end), gamma(p.gamma, at_end), fbeta(beta, at_end);
           Fenced fy(dtype, {rows, h}, at_end), fmean(sd, {rows}, at_end), fvar(sd, {rows}, at_end),
               frstd(sd, {rows}, at_end);
